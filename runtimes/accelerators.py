@@ -12,11 +12,13 @@ import re
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from runtimes.quantities import parse_quantity
 
 ACCELERATORS_FILE_ENV = "NODUS_ACCELERATORS_FILE"
 DEFAULT_ACCELERATORS_FILE = Path(__file__).parent / "data" / "accelerators.yaml"
@@ -73,38 +75,7 @@ ACCELERATOR_COLUMNS: list[dict[str, Any]] = [
     },
 ]
 
-_QUANTITY = re.compile(
-    r"^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?[0-9]+)?$"
-)
-_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
-_DECIMAL = {"n": -9, "u": -6, "m": -3, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
 _CLASS_KEY = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-
-
-def parse_quantity(value: str | int | float) -> Decimal:
-    """Parses a Kubernetes quantity ("80Gi", "500m", "1e3", 8) into its exact value.
-
-    Private to the catalog logic until runtimes.quantities lands; raises ValueError.
-    """
-    if isinstance(value, bool):
-        raise ValueError(f"not a quantity: {value!r}")
-    if isinstance(value, int | float):
-        return Decimal(str(value))
-    match = _QUANTITY.match(value.strip()) if isinstance(value, str) else None
-    if not match:
-        raise ValueError(f"not a quantity: {value!r}")
-    try:
-        number = Decimal(match.group(1))
-    except InvalidOperation as exc:  # pragma: no cover - the regex admits only decimals
-        raise ValueError(f"not a quantity: {value!r}") from exc
-    suffix = match.group(2) or ""
-    if suffix in _BINARY:
-        return number * _BINARY[suffix]
-    if suffix in _DECIMAL:
-        return number.scaleb(_DECIMAL[suffix])
-    if suffix:
-        return number.scaleb(int(suffix[1:]))
-    return number
 
 
 @dataclass(frozen=True)

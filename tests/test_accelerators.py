@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -15,8 +14,8 @@ from runtimes.accelerators import (
     accelerator_objects,
     accelerator_table_row,
     parse_catalog,
-    parse_quantity,
 )
+from runtimes.quantities import parse_quantity
 
 SHIPPED_IDS = {
     "h100-80g-sxm",
@@ -100,18 +99,6 @@ def test_it_sells_only_realistic_gpu_counts_with_positive_prices() -> None:
     for variant in cat.variants.values():
         counts = [o.count for o in variant.offerings]
         assert len(counts) == len(set(counts))
-
-
-def test_it_parses_kubernetes_quantities() -> None:
-    assert parse_quantity("80Gi") == 80 * 1024**3
-    assert parse_quantity("500m") == Decimal("0.5")
-    assert parse_quantity("1.5k") == 1500
-    assert parse_quantity("1e3") == 1000
-    assert parse_quantity("26") == 26
-    assert parse_quantity(8) == 8
-    for bad in ("", "80 Gi", "Gi", "1.2.3", "80GB"):
-        with pytest.raises(ValueError, match="not a quantity"):
-            parse_quantity(bad)
 
 
 def test_it_reports_every_problem_in_an_admin_edit_with_its_path() -> None:
