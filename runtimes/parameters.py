@@ -65,13 +65,12 @@ def parameter_errors(
     """
     validator = Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
     errors: list[FieldError] = []
-    for error in sorted(
-        validator.iter_errors(value), key=lambda e: list(map(str, e.absolute_path))
-    ):
+    for error in validator.iter_errors(value):
         if error.validator == "required" and not enforce_required:
             continue
         errors.extend(_field_errors(error, field))
-    return list(dict.fromkeys(errors))
+    # By field path, so a form can show them in order; a property's own errors stay together.
+    return sorted(dict.fromkeys(errors), key=lambda e: e.field)
 
 
 def _field_errors(error: ValidationError, field: str) -> list[FieldError]:
