@@ -1,0 +1,20 @@
+"""Websocket routes: the console's live updates and the API watch over WebSocket.
+
+Each consumer module adds its routes here; origin and session are checked for all of them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from channels.auth import AuthMiddlewareStack
+from channels.routing import URLRouter
+from channels.security.websocket import AllowedHostsOriginValidator
+
+
+def websocket_routes() -> list[Any]:
+    return []
+
+
+def websocket_application() -> Any:
+    return AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_routes())))

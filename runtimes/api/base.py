@@ -1,0 +1,103 @@
+"""The base of every API view: negotiation, authentication, the kind from the URL, responses."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from runtimes import errors
+from runtimes.api import media
+from runtimes.resources import ResourceType, lookup
+
+
+def warning_header(warnings: list[str]) -> str:
+    """RFC 7234 warn-codes as kube-apiserver writes them; client-go splits on commas."""
+    seen = list(dict.fromkeys(warnings))
+    quoted = []
+    for text in seen:
+        escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+        quoted.append(f'299 - "{escaped}"')
+    return ", ".join(quoted)[:4096]
+
+
+def respond(data: Any, status: int = 200, warnings: list[str] | None = None) -> Response:
+    response = Response(data, status=status)
+    if warnings:
+        response["Warning"] = warning_header(warnings)
+    return response
+
+
+class KubeView(APIView):
+    content_negotiation_class = media.KubeNegotiation
+    renderer_classes = [media.KubeJSONRenderer]
+    parser_classes = [media.KubeJSONParser, media.YAMLParser]
+    accepted_media_types = [media.JSON, media.YAML]
+    # Which `as=` renderings this view can answer besides plain JSON.
+    renderings: tuple[str, ...] = ()
+    rt: ResourceType
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        super().initial(request, *args, **kwargs)
+        plural = kwargs.get("plural")
+        if plural is not None:
+            rt = lookup(plural)
+            if rt is None:
+                raise errors.ApiError(
+                    "NotFound", "the server could not find the requested resource"
+                )
+            namespaced_path = "namespace" in kwargs
+            if namespaced_path and not rt.namespaced:
+                raise errors.ApiError(
+                    "NotFound", "the server could not find the requested resource"
+                )
+            self.rt = rt
+        self.rendering = media.accepted_as(request, self.renderings)
+        if self.rendering is None:
+            raise media.not_acceptable()
+
+    def body_object(self, request: Request) -> dict[str, Any]:
+        body = request.data
+        if not isinstance(body, dict):
+            raise errors.bad_request(
+                "the body of the request must be a JSON object",
+                fix="Send one object as JSON (or YAML), e.g. the output of "
+                "`kubectl get tr X -o json`.",
+            )
+        return body
+
+    def check_identity(
+        self, body: dict[str, Any], namespace: str | None, name: str | None = None
+    ) -> None:
+        rt = self.rt
+        api_version = body.get("apiVersion")
+        if api_version not in (None, "", rt.api_version):
+            raise errors.bad_request(
+                f"the API version in the data ({api_version}) does not match the expected API "
+                f"version ({rt.api_version})"
+            )
+        kind = body.get("kind")
+        if kind not in (None, "", rt.kind):
+            raise errors.bad_request(
+                f"the kind in the data ({kind}) does not match the expected kind ({rt.kind})"
+            )
+        meta = body.get("metadata")
+        if meta is None:
+            return
+        if not isinstance(meta, dict):
+            raise errors.bad_request("metadata must be an object")
+        body_ns = meta.get("namespace")
+        if rt.namespaced and body_ns and namespace and body_ns != namespace:
+            raise errors.bad_request(
+                "the namespace of the provided object does not match the namespace sent on the "
+                "request",
+                fix=f"Drop metadata.namespace from the body or send it to project {body_ns!r} "
+                f"(`kubectl -n {body_ns}`).",
+            )
+        body_name = meta.get("name")
+        if name is not None and body_name and body_name != name:
+            raise errors.bad_request(
+                f"the name of the object ({body_name}) does not match the name on the URL ({name})"
+            )

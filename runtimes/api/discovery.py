@@ -1,0 +1,213 @@
+"""Discovery: /version, /api, /apis and the group-version documents kubectl reads first.
+
+Both the aggregated (apidiscovery.k8s.io/v2) and the legacy shapes are generated from the
+kind registry; kubectl picks one by the response Content-Type (KUBE-API.md §1.3).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import platform
+from typing import Any
+
+from rest_framework.permissions import AllowAny
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from runtimes import errors
+from runtimes.api import media
+from runtimes.api.base import KubeView, respond
+from runtimes.models import Project
+from runtimes.resources import ResourceType, all_kinds
+
+GROUP = "nodus.dev"
+VERSION = "v1beta1"
+GROUP_VERSION = f"{GROUP}/{VERSION}"
+SERVER_VERSION = {"major": "1", "minor": "35", "gitVersion": "v1.35.0-nodus"}
+
+
+def storage_version_hash(rt: ResourceType) -> str:
+    digest = hashlib.sha256(f"{rt.group}/{rt.version}/{rt.kind}".encode()).digest()
+    return base64.b64encode(digest[:8]).decode()
+
+
+def _subresource_verbs(name: str) -> list[str]:
+    return ["create"] if name == "compile" else ["get", "patch", "update"]
+
+
+def api_resource_list() -> dict[str, Any]:
+    resources: list[dict[str, Any]] = []
+    for rt in all_kinds():
+        entry: dict[str, Any] = {
+            "name": rt.plural,
+            "singularName": rt.singular,
+            "namespaced": rt.namespaced,
+            "kind": rt.kind,
+            "verbs": rt.verbs,
+        }
+        if rt.short_names:
+            entry["shortNames"] = list(rt.short_names)
+        if rt.categories:
+            entry["categories"] = list(rt.categories)
+        entry["storageVersionHash"] = storage_version_hash(rt)
+        resources.append(entry)
+        for sub in rt.subresources:
+            resources.append(
+                {
+                    "name": f"{rt.plural}/{sub}",
+                    "singularName": "",
+                    "namespaced": rt.namespaced,
+                    "kind": rt.kind if sub == "status" else "CompileResult",
+                    "verbs": _subresource_verbs(sub),
+                }
+            )
+    return {
+        "kind": "APIResourceList",
+        "apiVersion": "v1",
+        "groupVersion": GROUP_VERSION,
+        "resources": resources,
+    }
+
+
+def _group_version() -> dict[str, str]:
+    return {"groupVersion": GROUP_VERSION, "version": VERSION}
+
+
+def api_group() -> dict[str, Any]:
+    return {
+        "kind": "APIGroup",
+        "apiVersion": "v1",
+        "name": GROUP,
+        "versions": [_group_version()],
+        "preferredVersion": _group_version(),
+    }
+
+
+def aggregated(core: bool) -> dict[str, Any]:
+    items: list[dict[str, Any]] = []
+    if not core:
+        resources = []
+        for rt in all_kinds():
+            kind = {"group": rt.group, "version": rt.version, "kind": rt.kind}
+            entry: dict[str, Any] = {
+                "resource": rt.plural,
+                "singularResource": rt.singular,
+                "scope": "Namespaced" if rt.namespaced else "Cluster",
+                "responseKind": kind,
+                "verbs": rt.verbs,
+            }
+            if rt.short_names:
+                entry["shortNames"] = list(rt.short_names)
+            if rt.categories:
+                entry["categories"] = list(rt.categories)
+            if rt.subresources:
+                entry["subresources"] = [
+                    {
+                        "subresource": sub,
+                        "responseKind": kind
+                        if sub == "status"
+                        else {"group": rt.group, "version": rt.version, "kind": "CompileResult"},
+                        "verbs": _subresource_verbs(sub),
+                    }
+                    for sub in rt.subresources
+                ]
+            resources.append(entry)
+        items.append(
+            {
+                "metadata": {"name": GROUP},
+                "versions": [{"version": VERSION, "freshness": "Current", "resources": resources}],
+            }
+        )
+    return {
+        "kind": "APIGroupDiscoveryList",
+        "apiVersion": "apidiscovery.k8s.io/v2",
+        "metadata": {},
+        "items": items,
+    }
+
+
+class VersionView(KubeView):
+    permission_classes = [AllowAny]
+
+    def get(self, request: Request) -> Response:
+        return respond(
+            {
+                **SERVER_VERSION,
+                "gitCommit": "0000000000000000000000000000000000000000",
+                "gitTreeState": "clean",
+                "buildDate": "2026-12-01T00:00:00Z",
+                "goVersion": f"python{platform.python_version()}",
+                "compiler": "cpython",
+                "platform": f"{platform.system().lower()}/{platform.machine()}",
+            }
+        )
+
+
+class _DiscoveryView(KubeView):
+    renderings = ("APIGroupDiscoveryList",)
+    core = False
+
+    def legacy(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def get(self, request: Request) -> Response:
+        if self.rendering and self.rendering[0] == "APIGroupDiscoveryList":
+            response = respond(aggregated(self.core))
+            response.content_type = media.AGGREGATED_DISCOVERY
+            return response
+        return respond(self.legacy())
+
+
+class CoreDiscoveryView(_DiscoveryView):
+    core = True
+
+    def legacy(self) -> dict[str, Any]:
+        return {"kind": "APIVersions", "versions": [], "serverAddressByClientCIDRs": []}
+
+
+class GroupsDiscoveryView(_DiscoveryView):
+    def legacy(self) -> dict[str, Any]:
+        group = api_group()
+        group.pop("kind")
+        group.pop("apiVersion")
+        return {"kind": "APIGroupList", "apiVersion": "v1", "groups": [group]}
+
+
+class GroupView(KubeView):
+    def get(self, request: Request) -> Response:
+        return respond(api_group())
+
+
+class GroupVersionView(KubeView):
+    def get(self, request: Request) -> Response:
+        return respond(api_resource_list())
+
+
+class NamespaceView(KubeView):
+    """Projects answer as core/v1 Namespaces: kubectl asks after any 404 on an object."""
+
+    def get(self, request: Request, name: str) -> Response:
+        project = Project.objects.filter(name=name).first()
+        if project is None:
+            raise errors.namespace_not_found(name)
+        return respond(
+            {
+                "kind": "Namespace",
+                "apiVersion": "v1",
+                "metadata": {
+                    "name": project.name,
+                    "creationTimestamp": project.created_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                },
+                "spec": {"finalizers": ["kubernetes"]},
+                "status": {"phase": "Active"},
+            }
+        )
+
+
+def unknown_path(request: Any) -> Any:
+    from runtimes.api.status import status_response
+
+    return status_response(
+        request, errors.ApiError("NotFound", "the server could not find the requested resource")
+    )

@@ -1,0 +1,74 @@
+"""DRF's exception handler: every error leaves the API as one metav1.Status."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import RequestDataTooBig
+from django.http import Http404, HttpResponse
+from rest_framework import exceptions
+
+from runtimes.api.requestid import too_large
+from runtimes.api.status import status_response
+from runtimes.errors import ApiError
+
+
+def as_api_error(exc: Exception, context: dict[str, Any]) -> ApiError | None:
+    if isinstance(exc, ApiError):
+        return exc
+    view = context.get("view")
+    if isinstance(exc, exceptions.NotAuthenticated | exceptions.AuthenticationFailed):
+        return ApiError("Unauthorized", "Unauthorized")
+    if isinstance(exc, exceptions.PermissionDenied):
+        return ApiError("Forbidden", str(exc.detail))
+    if isinstance(exc, exceptions.UnsupportedMediaType):
+        return unsupported_media_type(exc.detail, view)
+    if isinstance(exc, exceptions.ParseError):
+        return ApiError("BadRequest", f"the body of the request could not be decoded: {exc.detail}")
+    if isinstance(exc, exceptions.MethodNotAllowed):
+        return method_not_allowed(context)
+    if isinstance(exc, exceptions.NotAcceptable):
+        return ApiError("NotAcceptable", str(exc.detail))
+    if isinstance(exc, exceptions.Throttled):
+        wait = int(exc.wait or 1)
+        return ApiError(
+            "TooManyRequests", "Too many requests, please try again later.", retry_after=wait
+        )
+    if isinstance(exc, RequestDataTooBig):
+        return too_large()
+    if isinstance(exc, Http404):
+        return ApiError("NotFound", "the server could not find the requested resource")
+    return None
+
+
+def unsupported_media_type(media_type: Any, view: Any) -> ApiError:
+    accepted = getattr(view, "accepted_media_types", ["application/json"])
+    rt = getattr(view, "rt", None)
+    gvk = f"{rt.api_version}, Kind={rt.kind}" if rt is not None else "this endpoint"
+    text = str(media_type)
+    if text.startswith("Unsupported media type"):
+        text = text.split('"')[1] if '"' in text else text
+    return ApiError(
+        "UnsupportedMediaType",
+        f"{text} is not supported by {gvk}: the body of the request was in an unknown format - "
+        f"accepted media types include: {', '.join(accepted)}",
+    )
+
+
+def method_not_allowed(context: dict[str, Any]) -> ApiError:
+    request = context.get("request")
+    view = context.get("view")
+    rt = getattr(view, "rt", None)
+    what = f"{rt.plural}.{rt.group}" if rt is not None else "this path"
+    verb = (request.method if request is not None else "").lower()
+    return ApiError("MethodNotAllowed", f'{verb} is not supported on resources of kind "{what}"')
+
+
+def handle(exc: Exception, context: dict[str, Any]) -> HttpResponse | None:
+    error = as_api_error(exc, context)
+    if error is None:
+        return None  # DRF re-raises; the request-id middleware answers with a 500 Status
+    response = status_response(context["request"], error)
+    if error.reason == "Unauthorized":
+        response["WWW-Authenticate"] = 'Bearer realm="nodus"'
+    return response

@@ -1,0 +1,153 @@
+"""Media types: parsers for every body the API accepts, the JSON renderer, and Accept handling.
+
+kube-apiserver decides by Accept whether to answer plain JSON, a meta.k8s.io Table or an
+aggregated-discovery document; DRF's negotiation knows none of these, so the views ask
+`accepted_as()` and the negotiation class only refuses what we can never produce.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+import yaml
+from rest_framework import exceptions, negotiation, parsers, renderers
+from rest_framework.request import Request
+
+JSON = "application/json"
+YAML = "application/yaml"
+MERGE_PATCH = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
+APPLY_PATCH = "application/apply-patch+yaml"
+PATCH_TYPES = (JSON_PATCH, MERGE_PATCH, APPLY_PATCH)
+AGGREGATED_DISCOVERY = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+
+
+def _decode_json(stream: Any) -> Any:
+    try:
+        return orjson.loads(stream.read())
+    except orjson.JSONDecodeError as exc:
+        raise exceptions.ParseError(f"invalid JSON: {exc}") from exc
+
+
+def _decode_yaml(stream: Any) -> Any:
+    try:
+        return yaml.safe_load(stream.read())
+    except yaml.YAMLError as exc:
+        raise exceptions.ParseError(f"invalid YAML: {exc}") from exc
+
+
+class KubeJSONParser(parsers.BaseParser):
+    media_type = JSON
+
+    def parse(self, stream: Any, media_type: Any = None, parser_context: Any = None) -> Any:
+        return _decode_json(stream)
+
+
+class YAMLParser(parsers.BaseParser):
+    media_type = YAML
+
+    def parse(self, stream: Any, media_type: Any = None, parser_context: Any = None) -> Any:
+        return _decode_yaml(stream)
+
+
+class MergePatchParser(KubeJSONParser):
+    media_type = MERGE_PATCH
+
+
+class JSONPatchParser(KubeJSONParser):
+    media_type = JSON_PATCH
+
+
+class ApplyPatchParser(YAMLParser):
+    media_type = APPLY_PATCH
+
+
+class KubeJSONRenderer(renderers.BaseRenderer):
+    media_type = JSON
+    format = "json"
+    charset = None
+
+    def render(
+        self, data: Any, accepted_media_type: Any = None, renderer_context: Any = None
+    ) -> bytes:
+        if data is None:
+            return b""
+        return orjson.dumps(data)
+
+
+@dataclass(frozen=True)
+class MediaRange:
+    type: str
+    params: dict[str, str]
+
+
+def parse_accept(header: str) -> list[MediaRange]:
+    ranges = []
+    for part in header.split(","):
+        pieces = [p.strip() for p in part.split(";") if p.strip()]
+        if not pieces:
+            continue
+        params = {}
+        for piece in pieces[1:]:
+            key, _, value = piece.partition("=")
+            params[key.strip().lower()] = value.strip().strip('"')
+        ranges.append(MediaRange(pieces[0].lower(), params))
+    return ranges
+
+
+def _json_like(media: str) -> bool:
+    return media in {JSON, "application/*", "*/*"}
+
+
+def accepted_as(
+    request: Request | Any, allowed: tuple[str, ...] = ("Table",)
+) -> tuple[str, str] | None:
+    """The first acceptable rendering: ("", "") for plain JSON, ("Table", "v1") for a Table, ...
+
+    Returns None when nothing in Accept can be served (the caller answers 406).
+    """
+    header = request.META.get("HTTP_ACCEPT", "") or "*/*"
+    for media in parse_accept(header):
+        if not _json_like(media.type) and media.type != "application/json;stream=watch":
+            continue
+        as_ = media.params.get("as")
+        if as_ is None:
+            return ("", "")
+        if (
+            as_ == "Table"
+            and "Table" in allowed
+            and media.params.get("g") == "meta.k8s.io"
+            and media.params.get("v") in {"v1", "v1beta1"}
+        ):
+            return ("Table", media.params["v"])
+        if (
+            as_ == "APIGroupDiscoveryList"
+            and as_ in allowed
+            and media.params.get("g") == "apidiscovery.k8s.io"
+            and media.params.get("v") == "v2"
+        ):
+            return (as_, "v2")
+        if as_ == "PartialObjectMetadataList" or as_ == "PartialObjectMetadata":
+            continue
+    return None
+
+
+def not_acceptable() -> exceptions.NotAcceptable:
+    return exceptions.NotAcceptable(
+        "only the following media types are accepted: application/json, "
+        "application/json;as=Table;v=v1;g=meta.k8s.io, application/yaml"
+    )
+
+
+class KubeNegotiation(negotiation.BaseContentNegotiation):
+    """Always renders JSON; the views decide between plain objects and Tables via Accept."""
+
+    def select_parser(self, request: Request, parsers: list[Any]) -> Any:
+        return negotiation.DefaultContentNegotiation().select_parser(request, parsers)
+
+    def select_renderer(
+        self, request: Request, renderers: list[Any], format_suffix: Any = None
+    ) -> Any:
+        return (KubeJSONRenderer(), JSON)

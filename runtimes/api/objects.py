@@ -1,0 +1,254 @@
+"""The object endpoints: collection, item and /status, as kube-apiserver serves custom resources."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from runtimes import access, errors, store
+from runtimes.api import listing, media, patching
+from runtimes.api.base import KubeView, respond
+from runtimes.api.options import delete_options, write_options
+
+
+def deleted_status(rt: Any, obj: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Success",
+        "details": {
+            "name": obj["metadata"]["name"],
+            "group": rt.group,
+            "kind": rt.plural,
+            "uid": obj["metadata"].get("uid", ""),
+        },
+    }
+
+
+class CollectionView(KubeView):
+    renderings = ("Table",)
+
+    def get(self, request: Request, plural: str, namespace: str | None = None) -> Response:
+        access_ns = namespace or ""
+        if namespace is not None:
+            access.authorize(request.user, "list", self.rt, access_ns)
+            store.ensure_namespace(self.rt, namespace)
+        elif not self.rt.namespaced or not request.user.is_authenticated:
+            access.authorize(request.user, "list", self.rt, "")
+        return listing.list_response(self, request, namespace)
+
+    def post(self, request: Request, plural: str, namespace: str | None = None) -> Response:
+        if self.rt.namespaced and namespace is None:
+            raise errors.ApiError(
+                "MethodNotAllowed",
+                f'create is not supported on resources of kind "{self.rt.plural}.{self.rt.group}" '
+                "at the cluster scope",
+                fix="Create in a project: POST to /apis/nodus.dev/v1beta1/namespaces/PROJECT/"
+                f"{self.rt.plural} (`kubectl create -n PROJECT -f ...`).",
+            )
+        access.authorize(request.user, "create", self.rt, namespace or "")
+        body = self.body_object(request)
+        self.check_identity(body, namespace)
+        options = write_options(request.query_params, "CreateOptions")
+        manager = patching.manager_name(
+            options.field_manager, request.META.get("HTTP_USER_AGENT", "")
+        )
+        result = store.create(
+            self.rt,
+            namespace,
+            body,
+            dry_run=options.dry_run,
+            field_validation=options.field_validation,
+            on_prepared=patching.recorder(self.rt, manager, ""),
+        )
+        return respond(result.object, 201, result.warnings)
+
+    def delete(self, request: Request, plural: str, namespace: str | None = None) -> Response:
+        access.authorize(request.user, "deletecollection", self.rt, namespace or "")
+        options = delete_options(request.query_params, request.data)
+        objects = listing.select(self, request, namespace)
+        gone = []
+        for obj in objects:
+            result = store.delete(
+                self.rt,
+                obj["metadata"].get("namespace"),
+                obj["metadata"]["name"],
+                dry_run=options.dry_run,
+            )
+            gone.append(result.object)
+        return respond(
+            {
+                "apiVersion": self.rt.api_version,
+                "kind": f"{self.rt.kind}List",
+                "metadata": {},
+                "items": gone,
+            }
+        )
+
+
+class ItemView(KubeView):
+    renderings = ("Table",)
+    parser_classes = [
+        media.KubeJSONParser,
+        media.YAMLParser,
+        media.MergePatchParser,
+        media.JSONPatchParser,
+        media.ApplyPatchParser,
+    ]
+    subresource = ""
+
+    @property
+    def accepted_media_types(self) -> list[str]:  # type: ignore[override]
+        if self.request is not None and self.request.method == "PATCH":
+            return list(media.PATCH_TYPES)
+        return [media.JSON, media.YAML]
+
+    def _namespace(self, namespace: str | None) -> str:
+        return namespace or ""
+
+    def get(
+        self, request: Request, plural: str, name: str, namespace: str | None = None
+    ) -> Response:
+        access.authorize(request.user, "get", self.rt, self._namespace(namespace), name)
+        obj = self._get_or_explain(namespace, name)
+        return listing.object_response(self, request, obj)
+
+    def _get_or_explain(self, namespace: str | None, name: str) -> dict[str, Any]:
+        try:
+            return store.get(self.rt, namespace, name)
+        except errors.ApiError:
+            if namespace is not None:
+                store.ensure_namespace(self.rt, namespace)
+            raise
+
+    def put(
+        self, request: Request, plural: str, name: str, namespace: str | None = None
+    ) -> Response:
+        self._check_content_type(request, (media.JSON, media.YAML))
+        access.authorize(request.user, "update", self.rt, self._namespace(namespace), name)
+        body = self.body_object(request)
+        self.check_identity(body, namespace, name)
+        options = write_options(request.query_params, "UpdateOptions")
+        manager = patching.manager_name(
+            options.field_manager, request.META.get("HTTP_USER_AGENT", "")
+        )
+        self._get_or_explain(namespace, name)
+        result = store.update(
+            self.rt,
+            namespace,
+            name,
+            body,
+            subresource=self.subresource,
+            dry_run=options.dry_run,
+            field_validation=options.field_validation,
+            on_prepared=patching.recorder(self.rt, manager, self.subresource),
+        )
+        return self._write_response(result)
+
+    def patch(
+        self, request: Request, plural: str, name: str, namespace: str | None = None
+    ) -> Response:
+        content_type = self._check_content_type(request, media.PATCH_TYPES)
+        access.authorize(request.user, "patch", self.rt, self._namespace(namespace), name)
+        apply = content_type == media.APPLY_PATCH
+        options = write_options(request.query_params, "PatchOptions", apply=apply)
+        manager = patching.manager_name(
+            options.field_manager, request.META.get("HTTP_USER_AGENT", "")
+        )
+        body = request.data
+        if apply:
+            if not isinstance(body, dict):
+                raise errors.bad_request("an apply patch must be one object (YAML or JSON)")
+            self.check_identity(body, namespace, name)
+            change, record = patching.apply_change(
+                self.rt, body, manager, bool(options.force), name, self.subresource
+            )
+            try:
+                current = store.get(self.rt, namespace, name)
+            except errors.ApiError as exc:
+                if exc.reason != "NotFound":
+                    raise
+                current = None
+            if current is None:
+                # Apply creates what does not exist yet (kube: forceAllowCreate).
+                access.authorize(request.user, "create", self.rt, self._namespace(namespace), name)
+                applied = change({"metadata": {"name": name}})
+                result = store.create(
+                    self.rt,
+                    namespace,
+                    applied,
+                    dry_run=options.dry_run,
+                    field_validation=options.field_validation,
+                    on_prepared=record,
+                )
+                return respond(result.object, 201, result.warnings)
+        else:
+            change = patching.patch_change(self.rt, content_type, body, name)
+            record = patching.recorder(self.rt, manager, self.subresource)
+            self._get_or_explain(namespace, name)
+
+        def checked(current: dict[str, Any]) -> dict[str, Any]:
+            requested = change(current)
+            self.check_identity(requested, namespace, name)
+            return requested
+
+        result = store.mutate(
+            self.rt,
+            namespace,
+            name,
+            checked,
+            subresource=self.subresource,
+            dry_run=options.dry_run,
+            field_validation=options.field_validation,
+            on_prepared=record,
+        )
+        return self._write_response(result)
+
+    def delete(
+        self, request: Request, plural: str, name: str, namespace: str | None = None
+    ) -> Response:
+        if self.subresource:
+            raise errors.ApiError(
+                "MethodNotAllowed",
+                f'delete is not supported on resources of kind "{self.rt.plural}/{self.subresource}'
+                f'.{self.rt.group}"',
+            )
+        access.authorize(request.user, "delete", self.rt, self._namespace(namespace), name)
+        options = delete_options(request.query_params, request.data)
+        self._get_or_explain(namespace, name)
+        result = store.delete(
+            self.rt,
+            namespace,
+            name,
+            uid=options.uid,
+            resource_version=options.resource_version,
+            dry_run=options.dry_run,
+        )
+        if result.deleted:
+            return respond(deleted_status(self.rt, result.object))
+        return respond(result.object)
+
+    def _write_response(self, result: store.WriteResult) -> Response:
+        if result.deleted:
+            return respond(deleted_status(self.rt, result.object), 200, result.warnings)
+        return respond(result.object, 200, result.warnings)
+
+    def _check_content_type(self, request: Request, allowed: tuple[str, ...]) -> str:
+        content_type = (request.content_type or "").split(";", 1)[0].strip().lower()
+        if content_type not in allowed:
+            from runtimes.api.exceptions import unsupported_media_type
+
+            raise unsupported_media_type(content_type or "(none)", self)
+        return content_type
+
+
+class StatusView(ItemView):
+    subresource = "status"
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        super().initial(request, *args, **kwargs)
+        if self.rt.status_strategy is None:
+            raise errors.ApiError("NotFound", "the server could not find the requested resource")

@@ -1,0 +1,106 @@
+"""Query and body options of writes: dryRun, fieldValidation, fieldManager, force, DeleteOptions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.http import QueryDict
+
+from runtimes import errors
+from runtimes.fielderrors import FieldError, invalid, not_supported, too_long
+
+FIELD_VALIDATION = ["Ignore", "Strict", "Warn"]
+
+
+@dataclass(frozen=True)
+class WriteOptions:
+    dry_run: bool
+    field_validation: str
+    field_manager: str
+    force: bool | None
+
+
+def _options_invalid(kind: str, causes: list[FieldError]) -> errors.ApiError:
+    return errors.invalid(kind, "meta.k8s.io", "", causes)
+
+
+def _dry_run(values: list[str], path: str = "dryRun") -> tuple[bool, list[FieldError]]:
+    problems = [not_supported(path, v, ["All"]) for v in values if v != "All"]
+    return bool(values) and not problems, problems
+
+
+def write_options(
+    query: QueryDict, kind: str = "CreateOptions", apply: bool = False
+) -> WriteOptions:
+    problems: list[FieldError] = []
+    dry_run, dry_problems = _dry_run(query.getlist("dryRun"))
+    problems += dry_problems
+    field_validation = query.get("fieldValidation") or "Warn"
+    if field_validation not in FIELD_VALIDATION:
+        problems.append(not_supported("fieldValidation", field_validation, FIELD_VALIDATION))
+    manager = query.get("fieldManager", "")
+    if len(manager) > 128:
+        problems.append(too_long("fieldManager", 128))
+    elif manager and not manager.isprintable():
+        problems.append(invalid("fieldManager", manager, "must be made of printable characters"))
+    force: bool | None = None
+    if "force" in query:
+        raw = query.get("force", "")
+        if raw not in {"true", "false", "1", "0", ""}:
+            problems.append(invalid("force", raw, "must be true or false"))
+        force = raw in {"true", "1"}
+        if not apply:
+            problems.append(
+                FieldError(
+                    "force",
+                    "FieldValueForbidden",
+                    "Forbidden: may not be specified for non-apply patch",
+                )
+            )
+    if apply and not manager:
+        problems.append(
+            FieldError(
+                "fieldManager", "FieldValueRequired", "Required value: is required for apply patch"
+            )
+        )
+    if problems:
+        raise _options_invalid(kind, problems)
+    return WriteOptions(dry_run, field_validation, manager, force)
+
+
+@dataclass(frozen=True)
+class DeleteOptions:
+    dry_run: bool
+    uid: str | None
+    resource_version: str | None
+
+
+def delete_options(query: QueryDict, body: Any) -> DeleteOptions:
+    """DeleteOptions arrive as a JSON body from kubectl, and may also come as query params."""
+    body = body if isinstance(body, dict) else {}
+    if body.get("kind") not in (None, "DeleteOptions"):
+        raise errors.bad_request(f"the body must be DeleteOptions, not {body.get('kind')}")
+    values = body.get("dryRun") or query.getlist("dryRun")
+    if isinstance(values, str):
+        values = [values]
+    dry_run, problems = _dry_run(list(values))
+    policy = body.get("propagationPolicy") or query.get("propagationPolicy")
+    allowed = ["Background", "Foreground", "Orphan"]
+    if policy is not None and policy not in allowed:
+        problems.append(not_supported("propagationPolicy", policy, allowed))
+    grace = body.get("gracePeriodSeconds", query.get("gracePeriodSeconds"))
+    if grace is not None:
+        try:
+            if int(grace) < 0:
+                raise ValueError
+        except (TypeError, ValueError):
+            problems.append(invalid("gracePeriodSeconds", grace, "must be a non-negative integer"))
+    if problems:
+        raise _options_invalid("DeleteOptions", problems)
+    pre = body.get("preconditions") or {}
+    return DeleteOptions(
+        dry_run,
+        pre.get("uid") or query.get("preconditions.uid"),
+        pre.get("resourceVersion") or query.get("preconditions.resourceVersion"),
+    )

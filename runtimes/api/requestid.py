@@ -1,0 +1,106 @@
+"""Request ids, the access log line, body limits and last-resort errors for API paths.
+
+Every request gets an id: the `X-Request-Id` header, the `requestId` of any Status, and the
+log line. API paths never leak a traceback: an unexpected exception becomes a 500 Status whose
+requestId points at the logged traceback.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from asgiref.sync import iscoroutinefunction, markcoroutinefunction
+from django.conf import settings
+from django.http import HttpRequest, HttpResponseBase
+
+from runtimes.api.status import is_api_path, status_response
+from runtimes.errors import ApiError
+
+log = logging.getLogger("nodus.request")
+
+
+class RequestIdMiddleware:
+    sync_capable = True
+    async_capable = True
+
+    def __init__(self, get_response: Callable[[HttpRequest], Any]) -> None:
+        self.get_response = get_response
+        self.is_async = iscoroutinefunction(get_response)
+        if self.is_async:
+            markcoroutinefunction(self)
+
+    def __call__(self, request: HttpRequest) -> Any:
+        if self.is_async:
+            return self._acall(request)
+        early = self._begin(request)
+        if early is not None:
+            return self._finish(request, early)
+        return self._finish(request, self.get_response(request))
+
+    async def _acall(self, request: HttpRequest) -> HttpResponseBase:
+        early = self._begin(request)
+        if early is not None:
+            return self._finish(request, early)
+        response: Awaitable[HttpResponseBase] = self.get_response(request)
+        return self._finish(request, await response)
+
+    def _begin(self, request: HttpRequest) -> HttpResponseBase | None:
+        request.request_id = uuid.uuid4().hex  # type: ignore[attr-defined]
+        request.started_at = time.monotonic()  # type: ignore[attr-defined]
+        if is_api_path(request.path):
+            try:
+                length = int(request.META.get("CONTENT_LENGTH") or 0)
+            except ValueError:
+                length = 0
+            if length > settings.NODUS_MAX_BODY_BYTES:
+                return status_response(request, too_large())
+        return None
+
+    def _finish(self, request: HttpRequest, response: HttpResponseBase) -> HttpResponseBase:
+        response["X-Request-Id"] = request.request_id  # type: ignore[attr-defined]
+        elapsed = (time.monotonic() - request.started_at) * 1000  # type: ignore[attr-defined]
+        user = getattr(request, "user", None)
+        who = user.get_username() if user is not None and user.is_authenticated else "-"
+        log.info(
+            "%s %s %s %.1fms user=%s requestId=%s",
+            request.method,
+            request.get_full_path(),
+            response.status_code,
+            elapsed,
+            who or "-",
+            request.request_id,  # type: ignore[attr-defined]
+        )
+        return response
+
+    def process_exception(
+        self, request: HttpRequest, exception: Exception
+    ) -> HttpResponseBase | None:
+        if not is_api_path(request.path):
+            return None
+        if isinstance(exception, ApiError):
+            return status_response(request, exception)
+        log.error(
+            "unhandled error requestId=%s",
+            getattr(request, "request_id", "-"),
+            exc_info=exception,
+        )
+        return status_response(request, internal_error())
+
+
+def too_large() -> ApiError:
+    limit = settings.NODUS_MAX_BODY_BYTES
+    return ApiError(
+        "RequestEntityTooLarge",
+        f"Request entity too large: limit is {limit} bytes",
+    )
+
+
+def internal_error() -> ApiError:
+    return ApiError(
+        "InternalError",
+        "Internal error occurred: the server could not handle the request; nothing was changed",
+    )

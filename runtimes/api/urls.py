@@ -1,0 +1,52 @@
+"""URL shapes exactly as kube-apiserver's, for every registered kind."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.http import HttpRequest, HttpResponseBase
+from django.urls import path, re_path
+from django.views.decorators.csrf import csrf_exempt
+
+from runtimes.api import discovery, objects
+
+GV = "apis/nodus.dev/v1beta1"
+
+_collection = objects.CollectionView.as_view()
+_item = objects.ItemView.as_view()
+
+
+def _is_watch(request: HttpRequest) -> bool:
+    return request.GET.get("watch", "").lower() in {"1", "true"}
+
+
+@csrf_exempt
+async def collection(request: HttpRequest, **kwargs: Any) -> HttpResponseBase:
+    """Watches stream from an async generator; everything else is an ordinary DRF view."""
+    if request.method == "GET" and _is_watch(request):
+        from runtimes.api.watch import watch
+
+        return await watch(request, **kwargs)
+    response: HttpResponseBase = await sync_to_async(_collection)(request, **kwargs)
+    return response
+
+
+urlpatterns = [
+    path("version", discovery.VersionView.as_view()),
+    path("version/", discovery.VersionView.as_view()),
+    path("api", discovery.CoreDiscoveryView.as_view()),
+    path("api/v1/namespaces/<str:name>", discovery.NamespaceView.as_view()),
+    path("apis", discovery.GroupsDiscoveryView.as_view()),
+    path("apis/nodus.dev", discovery.GroupView.as_view()),
+    path(GV, discovery.GroupVersionView.as_view()),
+    path(f"{GV}/namespaces/<str:namespace>/<str:plural>", collection),
+    path(f"{GV}/namespaces/<str:namespace>/<str:plural>/<str:name>", _item),
+    path(
+        f"{GV}/namespaces/<str:namespace>/<str:plural>/<str:name>/status",
+        objects.StatusView.as_view(),
+    ),
+    path(f"{GV}/<str:plural>", collection),
+    path(f"{GV}/<str:plural>/<str:name>", _item),
+    re_path(r"^(?:api|apis|openapi)(?:/.*)?$", csrf_exempt(discovery.unknown_path)),
+]

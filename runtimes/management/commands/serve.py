@@ -1,0 +1,69 @@
+"""Runs everything in one process: migrate, seed, the in-process controller and daphne.
+
+`make run` calls this. It prints the console URL, how to log in and how to point kubectl here.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from django.conf import settings
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandParser
+
+from runtimes.bootstrap import ensure_admin, ensure_demo_project
+
+
+class Command(BaseCommand):
+    help = "Migrate, seed and serve HTTP + websockets with daphne (embedded default)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
+        parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
+        parser.add_argument("--no-seed", action="store_true")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        call_command("migrate", interactive=False, verbosity=0)
+        admin, password, _generated = ensure_admin()
+        ensure_demo_project(admin)
+        if not options["no_seed"]:
+            call_command("seed", verbosity=0)
+        host, port = options["host"], options["port"]
+        url = f"http://{host}:{port}"
+        self.stdout.write(
+            "\n".join(
+                [
+                    "",
+                    f"nodus console is running at {url}/",
+                    f"  log in as:   {admin.get_username()} / {password}"
+                    + (
+                        ""
+                        if os.environ.get("NODUS_ADMIN_PASSWORD")
+                        else f"  (kept in {settings.DATA_DIR / 'admin-password'})"
+                    ),
+                    "  kubectl:     .venv/bin/python manage.py kubeconfig --user "
+                    f"{admin.get_username()} --server {url} > nodus.kubeconfig",
+                    "               kubectl --kubeconfig nodus.kubeconfig get tr -n nodus",
+                    f"  data:        {settings.DATA_DIR}",
+                    "",
+                ]
+            )
+        )
+        self.stdout.flush()
+        if settings.NODUS_EMBEDDED_CONTROLLER:
+            from runtimes.controller.loop import start_in_process
+
+            start_in_process()
+        from daphne.endpoints import build_endpoint_description_strings
+        from daphne.server import Server
+
+        from nodus_console.asgi import application
+
+        Server(
+            application=application,
+            endpoints=build_endpoint_description_strings(host=host, port=port),
+            http_timeout=None,
+            websocket_timeout=86400,
+            application_close_timeout=10,
+        ).run()
