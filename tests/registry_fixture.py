@@ -14,7 +14,8 @@ import socket
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -235,7 +236,7 @@ def serve_token_server(server: TokenServer) -> ThreadingHTTPServer:
             pass
 
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True).start()
     server.url = f"http://127.0.0.1:{httpd.server_address[1]}/token"
     return httpd
 
@@ -265,3 +266,43 @@ def token_registry(
     running.stop()
     httpd.shutdown()
     httpd.server_close()
+
+
+@dataclass
+class StubServer:
+    """A loopback HTTP server whose every GET is answered by ``respond``; records the paths."""
+
+    host: str
+    paths: list[str]
+
+
+class QuietServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass  # clients hanging up early is the point of several tests
+
+
+@contextmanager
+def stub_server(respond: Callable[[BaseHTTPRequestHandler], None]) -> Iterator[StubServer]:
+    paths: list[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:
+            paths.append(self.path)
+            # The client hanging up mid-body is what some tests want.
+            with suppress(BrokenPipeError, ConnectionResetError):
+                respond(self)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    httpd = QuietServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True).start()
+    try:
+        yield StubServer(host=f"127.0.0.1:{httpd.server_address[1]}", paths=paths)
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
