@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError, ValidationError
+from jsonschema.exceptions import ValidationError
 
 from runtimes import fielderrors
 from runtimes.fielderrors import FieldError
@@ -37,22 +37,6 @@ _RULES: dict[str, str] = {
     "pattern": "must match the regular expression {}",
     "format": "must be a valid {}",
 }
-
-
-def schema_errors(schema: Any, field: str) -> list[FieldError]:
-    """Whether ``schema`` is a valid Draft 2020-12 schema for an object (rule 7)."""
-    try:
-        Draft202012Validator.check_schema(schema)
-    except SchemaError as error:
-        where = _path(field, error.absolute_path)
-        return [
-            fielderrors.invalid(where, error.instance, f"not a valid JSON Schema: {error.message}")
-        ]
-    if not isinstance(schema, Mapping) or schema.get("type") != "object":
-        return [
-            fielderrors.invalid(field, _type_of(schema), 'the top level must be "type": "object"')
-        ]
-    return []
 
 
 def parameter_errors(
@@ -144,7 +128,3 @@ def _path(field: str, parts: Iterable[str | int]) -> str:
         else:
             path += f"[{part}]"
     return path
-
-
-def _type_of(value: Any) -> Any:
-    return value.get("type") if isinstance(value, Mapping) else value
