@@ -157,10 +157,12 @@ def test_it_refuses_registries_off_the_allow_list_without_connecting() -> None:
         listener.bind(("127.0.0.1", 0))
         listener.listen()
         port = listener.getsockname()[1]
-        with client_for("127.0.0.1:1"), pytest.raises(RegistryRefused, match="allow-list"):
-            client_for("127.0.0.1:1").resolve(f"127.0.0.1:{port}/team/sft:v1")
-        with pytest.raises(RegistryRefused):
-            client_for().push_blob(parse_reference(f"127.0.0.1:{port}/team/sft"), b"x")
+        with client_for("127.0.0.1:1") as client:
+            with pytest.raises(RegistryRefused, match="allow-list") as caught:
+                client.resolve(f"127.0.0.1:{port}/team/sft:v1")
+            with pytest.raises(RegistryRefused):
+                client.push_blob(parse_reference(f"127.0.0.1:{port}/team/sft"), b"x")
+        assert caught.value.reason == "RegistryRefused"
         listener.settimeout(0.3)
         with pytest.raises(TimeoutError):
             listener.accept()

@@ -40,7 +40,8 @@ class Challenge:
 
 _TOKEN = r"[!#$%&'*+.^_`|~0-9A-Za-z-]+"
 _SCHEME = re.compile(rf"[\s,]*({_TOKEN})(?:\s+|$)")
-_PARAM = re.compile(rf'\s*({_TOKEN})\s*=\s*("(?:[^"\\]|\\.)*"|{_TOKEN})\s*(?:,|$)')
+# Unquoted values should be tokens; registries are lax (bare URLs), so accept up to a comma.
+_PARAM = re.compile(rf'\s*({_TOKEN})\s*=\s*("(?:[^"\\]|\\.)*"|[^\s,"]+)\s*(?:,|$)')
 
 
 def parse_www_authenticate(header: str) -> list[Challenge]:
