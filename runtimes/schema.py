@@ -332,7 +332,7 @@ SPEC = _obj(
 CONDITION = _obj(
     "Condition is one aspect of the object's current state (metav1.Condition).",
     _meta_v1("Condition"),
-    ("type", "status", "lastTransitionTime", "reason", "message"),
+    ("type", "status", "lastTransitionTime", "reason"),
     type=_str(
         "Type of condition in CamelCase, e.g. Verified.",
         min_length=1,
