@@ -171,7 +171,9 @@ def config_user(content: bytes) -> str:
     config = document.get("config") or {}
     if not isinstance(config, dict):
         raise ManifestInvalid("image config field 'config' is not an object")
-    user = config.get("User") or ""
+    user = config.get("User")
+    if user is None:
+        return "root"
     if not isinstance(user, str):
         raise ManifestInvalid("image config field 'config.User' is not a string")
     return user or "root"
