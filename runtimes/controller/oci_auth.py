@@ -95,7 +95,7 @@ def fetch_token(
     # Credentials (and the token) must never cross the network in clear text.
     if url.scheme == "http" and not is_loopback(url.host):
         raise RegistryRefused(f"token realm {realm} is plain HTTP on a non-loopback host")
-    params: list[tuple[str, str]] = []
+    params: list[tuple[str, str | int | float | bool | None]] = []
     if "service" in challenge.params:
         params.append(("service", challenge.params["service"]))
     params.extend(("scope", scope) for scope in dict.fromkeys(scopes) if scope)
