@@ -27,7 +27,12 @@ def test_it_parses_references(
     text: str, registry: str, repository: str, tag: str | None, digest: str | None
 ) -> None:
     ref = parse_reference(text)
-    assert (ref.registry, ref.repository, ref.tag, ref.digest) == (registry, repository, tag, digest)
+    assert (ref.registry, ref.repository, ref.tag, ref.digest) == (
+        registry,
+        repository,
+        tag,
+        digest,
+    )
 
 
 def test_it_round_trips_the_normalized_form() -> None:

@@ -261,6 +261,8 @@ def _signature_manifest(source: ImageSource, ref: ImageReference) -> ImageManife
         fetched = source.fetch_manifest(ref.with_tag(signature_tag(ref.digest)))
     except ImageNotFound:
         return None
+    except (ContentTooLarge, DigestMismatch) as exc:
+        raise SignatureInvalid(f"signature manifest of {ref} is unusable: {exc}") from None
     try:
         parsed = parse_manifest(fetched.content, fetched.media_type)
     except ManifestInvalid as exc:
