@@ -97,7 +97,7 @@ def parameters_errors(spec: dict[str, Any]) -> list[FieldError]:
     errors = _meta_schema_errors(schema)
     dialect = schema.get("$schema")
     if dialect is not None and dialect not in (META_SCHEMA_URI, META_SCHEMA_URI + "#"):
-        errors.append(fe.not_supported(f"{_PATH}.$schema", dialect, [META_SCHEMA_URI]))
+        errors.append(fe.not_supported(_json_path(_PATH, ["$schema"]), dialect, [META_SCHEMA_URI]))
     errors.extend(
         fe.invalid(path, ref, "only references within this schema ('#/…') are supported")
         for path, ref in _foreign_refs(schema)

@@ -102,15 +102,17 @@ def _object_errors(value: dict[str, Any], node: Field, path: str) -> list[FieldE
 
 
 def _required_hint(node: Field) -> str:
+    """Says what to set: the allowed values, or the field's own description."""
     if node.enum:
-        return "must be one of " + ", ".join(f'"{v}"' for v in node.enum)
-    return ""
+        return "must be one of " + ", ".join(fe.render_value(v) for v in node.enum)
+    return node.description
 
 
 def _array_errors(value: list[Any], node: Field, path: str) -> list[FieldError]:
     errors: list[FieldError] = []
     if len(value) < node.min_items:
-        errors.append(fe.required(path, f"must have at least {node.min_items} item(s)"))
+        noun = "entry" if node.min_items == 1 else "entries"
+        errors.append(fe.required(path, f"must list at least {node.min_items} {noun}"))
     if node.max_items is not None and len(value) > node.max_items:
         errors.append(fe.too_many(path, len(value), node.max_items))
     if node.items is None:
