@@ -69,7 +69,7 @@ class CompileResult:
     parameters: dict[str, Any]
     provenance: dict[str, str]  # JSON pointer into parameters -> "default" | "job"
     requirements: tuple[Requirement, ...]
-    resources: dict[str, Any]  # the floors: the preset's over the runtime's defaults
+    resources: dict[str, Any]  # the floors: each field of the preset's over the defaults'
     work: dict[str, int]  # {"steps": n}, {"tasks": n} or {}
     offerings: tuple[OfferingPlan, ...]  # fastest first; unmeasured ones last
     warnings: tuple[str, ...]
@@ -108,7 +108,11 @@ def compile_job(
     errors += parameter_errors(spec.get("parameters") or {}, merged, "parameters")
 
     work = _work(draft, errors)
-    resources = deep_merge(defaults.get("resources") or {}, (preset or {}).get("resources") or {})
+    # A preset's fields replace the defaults' whole: its GPU request was measured as one piece,
+    # so a default minMemory or interconnect must not leak into it.
+    resources = copy.deepcopy(
+        {**(defaults.get("resources") or {}), **((preset or {}).get("resources") or {})}
+    )
     matches = _narrow(match_gpu(resources.get("gpu"), catalog), draft, resources, catalog, errors)
     if errors:
         return errors

@@ -277,6 +277,16 @@ def test_it_plans_each_matching_offering_fastest_first(catalog: AcceleratorCatal
     assert [r.kind for r in result.offerings[1].match.reasons] == ["Family", "Memory", "Count"]
 
 
+def test_it_takes_each_resource_of_the_preset_whole(catalog: AcceleratorCatalog) -> None:
+    runtime = copy.deepcopy(RUNTIME)
+    runtime["spec"]["defaults"]["resources"]["gpu"] = {"type": ["H100"], "minMemory": "80Gi"}
+    qlora = compile_job(runtime, {**DRAFT, "method": "QLoRA", "quantization": "nf4"}, catalog)
+    # The QLoRA preset's own request (L4, no floor) stands; the default's 80Gi does not leak in.
+    assert qlora.resources["gpu"] == {"type": ["L4"], "count": 1}
+    assert [p.offering.variant for p in qlora.offerings] == ["l4-24g-pcie"]
+    assert qlora.resources["disk"] == "200Gi"  # unset in the preset: the default's
+
+
 def test_it_charges_every_node_of_a_multi_node_preset(catalog: AcceleratorCatalog) -> None:
     result = compiled(catalog, method="Full", steps=7200, parameters={})
     # nodes 2 x 8 x H100: 7200 x 0.5 = 3600 s = 1 h; $24.00/h per node x 2 nodes = $48.00
