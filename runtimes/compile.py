@@ -107,7 +107,7 @@ def compile_job(
     merged = deep_merge(defaults.get("parameters") or {}, job_parameters)
     errors += parameter_errors(spec.get("parameters") or {}, merged, "parameters")
 
-    work = _work(draft, errors)
+    work = _work(spec, draft, errors)
     # A preset's fields replace the defaults' whole: its GPU request was measured as one piece,
     # so a default minMemory or interconnect must not leak into it.
     resources = copy.deepcopy(
@@ -220,16 +220,26 @@ def _unique(presets: list[Mapping[str, Any]], key: str) -> list[str]:
     return list(dict.fromkeys(str(p.get(key)) for p in presets))
 
 
-def _work(draft: Mapping[str, Any], errors: list[FieldError]) -> dict[str, int]:
+def _work(
+    spec: Mapping[str, Any], draft: Mapping[str, Any], errors: list[FieldError]
+) -> dict[str, int]:
+    """``{"steps": n}`` for training, ``{"tasks": n}`` for evaluation, as the modes allow."""
     given = [k for k in ("steps", "tasks") if draft.get(k) is not None]
     if len(given) == 2:
         errors.append(fielderrors.forbidden("tasks", "set steps (training) or tasks, not both"))
         return {}
-    for key in given:
-        value = draft[key]
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            errors.append(fielderrors.invalid(key, value, "must be a positive integer"))
-            return {}
+    if not given:
+        return {}
+    key = given[0]
+    value = draft[key]
+    modes = spec.get("modes") or ["Train"]
+    if key == "steps" and "Train" not in modes:
+        errors.append(fielderrors.forbidden("steps", "this runtime only evaluates: set tasks"))
+    elif key == "tasks" and "Evaluate" not in modes:
+        errors.append(fielderrors.forbidden("tasks", "this runtime does not evaluate: set steps"))
+    elif isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        errors.append(fielderrors.invalid(key, value, "must be a positive integer"))
+    else:
         return {key: value}
     return {}
 

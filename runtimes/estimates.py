@@ -45,9 +45,9 @@ def scale_factors(
     job = job_parameters or {}
     factors: dict[str, float] = {}
     for name in SCALED_PARAMETERS:
-        base, value = defaults.get(name), job.get(name)
+        base, value = _number(defaults.get(name)), _number(job.get(name))
         # Without a positive numeric default there is nothing to compare against.
-        if _number(base) and base > 0 and _number(value) and value > base:
+        if base is not None and base > 0 and value is not None and value > base:
             factors[name] = value / base
         else:
             factors[name] = 1.0
@@ -118,5 +118,7 @@ def estimate(
     return rows
 
 
-def _number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
+def _number(value: Any) -> float | None:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    return None

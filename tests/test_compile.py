@@ -324,6 +324,25 @@ def test_it_rejects_bad_work(catalog: AcceleratorCatalog) -> None:
         ("tasks", "FieldValueForbidden", "Forbidden: set steps (training) or tasks, not both"),
     ]
     assert compiled(catalog, steps=None).offerings[0].seconds is None
+    assert errors(catalog, steps=None, tasks=5) == [
+        ("tasks", "FieldValueForbidden", "Forbidden: this runtime does not evaluate: set steps"),
+    ]
+
+
+def test_it_times_an_evaluation_by_tasks(catalog: AcceleratorCatalog) -> None:
+    runtime = copy.deepcopy(RUNTIME)
+    runtime["spec"]["modes"] = ["Evaluate"]
+    runtime["spec"]["estimate"] = {"secondsPerTask": {"a100-80g": 30}}
+    result = compile_job(runtime, {**DRAFT, "steps": None, "tasks": 60,
+                                   "accelerator": "A100"}, catalog)  # fmt: skip
+    assert isinstance(result, CompileResult)
+    # 60 tasks x 30 s = 1800 s = 0.5 h on a100-80g at $1.80/h = $0.90; batch 16 plays no part.
+    assert [(p.offering.variant, p.seconds, p.cost) for p in result.offerings] == [
+        ("a100-80g-sxm", 1800.0, 0.9),
+    ]
+    assert errors(catalog, runtime=runtime) == [
+        ("steps", "FieldValueForbidden", "Forbidden: this runtime only evaluates: set tasks"),
+    ]
 
 
 def test_it_collects_every_error_at_once(catalog: AcceleratorCatalog) -> None:
