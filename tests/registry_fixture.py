@@ -36,11 +36,6 @@ USERNAME = "alice"
 TOKEN_SERVICE = "nodus-test-registry"
 TOKEN_ISSUER = "nodus-test-issuer"
 
-requires_registry = pytest.mark.skipif(
-    not REGISTRY_BINARY.exists(),
-    reason="needs Debian's docker-registry (apt-get install -y docker-registry)",
-)
-
 
 def free_port() -> int:
     with socket.socket() as probe:
