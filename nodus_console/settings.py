@@ -88,6 +88,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "runtimes.api.requestid.RequestIdMiddleware",
+    "runtimes.metrics.MetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -184,7 +185,11 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "loggers": {
-        "nodus": {"handlers": ["console"], "level": os.environ.get("NODUS_LOG_LEVEL", "INFO")},
+        "nodus": {
+            "handlers": ["console"],
+            "level": os.environ.get("NODUS_LOG_LEVEL", "INFO"),
+            "propagate": False,
+        },
         "django.request": {"handlers": ["console"], "level": "ERROR", "propagate": False},
     },
 }

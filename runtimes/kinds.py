@@ -24,6 +24,11 @@ TRAINING_RUNTIMES = register(
         selectable_fields=("spec.task", "spec.launcher", "status.phase", "status.managed"),
         columns=trainingruntime.COLUMNS,
         subresources=("status", "compile"),
+        list_map_keys={
+            "spec.presets": ("model", "method", "quantization"),
+            "spec.defaults.sidecars": ("name",),
+            "spec.outputs": ("name",),
+        },
     )
 )
 

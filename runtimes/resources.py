@@ -13,7 +13,7 @@ from typing import Any
 from runtimes.strategy import StatusStrategy, Strategy
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class ResourceType:
     group: str
     version: str
@@ -31,6 +31,8 @@ class ResourceType:
     # Table columns: (name, type, description, priority, cell(obj) -> value).
     columns: tuple[tuple[str, str, str, int, Callable[[dict[str, Any]], Any]], ...] = ()
     subresources: tuple[str, ...] = field(default=())
+    # Lists of maps merged by key in server-side apply (all other lists are atomic).
+    list_map_keys: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def api_version(self) -> str:

@@ -41,6 +41,8 @@ def patch_change(rt: ResourceType, content_type: str, body: Any, name: str) -> C
                     raise patches.PatchError("the patched document is not an object")
                 return result
         except patches.PatchError as exc:
+            if exc.malformed:
+                raise errors.bad_request(str(exc)) from exc
             raise errors.invalid(
                 rt.kind, rt.group, name, [FieldError("", "FieldValueInvalid", str(exc))]
             ) from exc
@@ -55,7 +57,15 @@ def recorder(rt: ResourceType, manager: str, subresource: str) -> Callable[[Obj 
     def record(old: Obj | None, new: Obj) -> Obj:
         entries = (old or {}).get("metadata", {}).get("managedFields") or []
         new["metadata"]["managedFields"] = managedfields.record_update(
-            entries, manager, "Update", rt.api_version, old, new, subresource, now_timestamp()
+            entries,
+            manager,
+            "Update",
+            rt.api_version,
+            old,
+            new,
+            subresource,
+            now_timestamp(),
+            list_map_keys=rt.list_map_keys,
         )
         return new
 
@@ -71,15 +81,17 @@ def apply_change(
     owned: dict[str, Any] = {}
 
     def change(current: Obj) -> Obj:
+        # An empty current object means "create": nothing is live, so nobody owns anything yet.
         try:
             merged, entries = managedfields.apply(
-                current,
+                current or None,
                 body,
                 manager,
                 force,
                 current.get("metadata", {}).get("managedFields") or [],
                 rt.api_version,
                 now_timestamp(),
+                subresource=subresource,
             )
         except managedfields.ApplyConflict as exc:
             raise conflict_error(rt, name, exc) from exc
@@ -99,9 +111,9 @@ def conflict_error(
 ) -> errors.ApiError:
     return errors.ApiError(
         "Conflict",
-        exc.message(),
+        exc.message,
         {"name": name, "group": rt.group, "kind": rt.plural},
-        causes=exc.causes(),
+        causes=[FieldError(c["field"], c["reason"], c["message"]) for c in exc.causes],
         fix="Another field manager owns these fields: leave them out of your manifest, or take "
         "ownership with `kubectl apply --server-side --force-conflicts`.",
     )
