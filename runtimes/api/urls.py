@@ -9,7 +9,7 @@ from django.http import HttpRequest, HttpResponseBase
 from django.urls import path, re_path
 from django.views.decorators.csrf import csrf_exempt
 
-from runtimes.api import discovery, objects
+from runtimes.api import discovery, health_views, objects
 
 GV = "apis/nodus.dev/v1beta1"
 
@@ -48,5 +48,10 @@ urlpatterns = [
     ),
     path(f"{GV}/<str:plural>", collection),
     path(f"{GV}/<str:plural>/<str:name>", _item),
+    path("livez", health_views.livez),
+    path("livez/<str:name>", health_views.livez_check),
+    path("readyz", health_views.readyz),
+    path("readyz/<str:name>", health_views.readyz_check),
+    path("metrics", health_views.metrics),
     re_path(r"^(?:api|apis|openapi)(?:/.*)?$", csrf_exempt(discovery.unknown_path)),
 ]

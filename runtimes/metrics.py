@@ -1,0 +1,127 @@
+"""Prometheus metrics: requests by verb, resource and code, latency, open watches, log lag.
+
+Names follow kube-apiserver's where one exists (`apiserver_request_total`,
+`apiserver_request_duration_seconds`, `apiserver_longrunning_requests`), so dashboards written
+for a cluster read ours. Every daphne worker keeps its own counters; Prometheus scrapes each
+worker and sums, as it does for a set of apiservers.
+
+The watch stream calls `watch_opened()` / `watch_closed()`; `/metrics` itself is served by
+`runtimes.api.health_views.metrics`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from asgiref.sync import iscoroutinefunction, markcoroutinefunction
+from django.http import HttpRequest, HttpResponseBase
+from prometheus_client import Counter, Gauge, Histogram
+
+# kube-apiserver's buckets, trimmed: a request to us is a few SQL statements, not an etcd trip.
+LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 2.0, 5.0, 10.0, 30.0)
+
+REQUESTS = Counter(
+    "apiserver_request_total",
+    "Requests by verb, resource, subresource and HTTP code (console pages have resource '').",
+    ["verb", "resource", "subresource", "code"],
+)
+LATENCY = Histogram(
+    "apiserver_request_duration_seconds",
+    "Time to the response headers, by verb, resource and subresource. WATCH is left out: it "
+    "lasts as long as the client stays.",
+    ["verb", "resource", "subresource"],
+    buckets=LATENCY_BUCKETS,
+)
+OPEN_WATCHES = Gauge(
+    "apiserver_longrunning_requests",
+    "Open watch streams in this process.",
+    ["verb", "resource"],
+)
+EVENT_LOG_REVISION = Gauge(
+    "nodus_event_log_revision", "The newest revision committed to the event log."
+)
+EVENT_LOG_COMPACTED = Gauge(
+    "nodus_event_log_compacted_revision",
+    "The oldest revision the event log still holds; watches from before it answer 410 Expired.",
+)
+EVENT_LOG_LAG = Gauge(
+    "nodus_event_log_lag_revisions",
+    "How many committed revisions this process's watch hub has not read yet (-1: no hub).",
+)
+
+# HTTP method -> kube verb for a request on one named object and on a collection.
+_ITEM_VERBS = {
+    "GET": "get",
+    "PUT": "update",
+    "PATCH": "patch",
+    "DELETE": "delete",
+    "POST": "create",  # a subresource such as compile
+}
+_COLLECTION_VERBS = {"GET": "list", "POST": "create", "DELETE": "deletecollection"}
+
+
+def watch_opened(resource: str = "") -> None:
+    OPEN_WATCHES.labels("WATCH", resource).inc()
+
+
+def watch_closed(resource: str = "") -> None:
+    OPEN_WATCHES.labels("WATCH", resource).dec()
+
+
+def classify(request: HttpRequest) -> tuple[str, str, str]:
+    """(verb, resource, subresource) as kube-apiserver labels them.
+
+    Resource requests get kube verbs (list, watch, create...); anything else (discovery,
+    health, console pages) gets the HTTP method and an empty resource, as kube does for
+    non-resource URLs, so the label values stay few whatever paths clients try.
+    """
+    match = getattr(request, "resolver_match", None)
+    method = request.method or "GET"
+    kwargs = match.kwargs if match is not None else {}
+    resource = kwargs.get("plural", "")
+    if not resource:
+        return method, "", ""
+    route = getattr(match, "route", "") or ""
+    subresource = route.rsplit("/", 1)[-1] if route.endswith(("/status", "/compile")) else ""
+    if "name" in kwargs:
+        return _ITEM_VERBS.get(method, method.lower()), resource, subresource
+    if method == "GET" and request.GET.get("watch", "").lower() in {"1", "true"}:
+        return "watch", resource, ""
+    return _COLLECTION_VERBS.get(method, method.lower()), resource, subresource
+
+
+def observe(request: HttpRequest, status: int, seconds: float) -> None:
+    verb, resource, subresource = classify(request)
+    REQUESTS.labels(verb, resource, subresource, str(status)).inc()
+    if verb != "watch":
+        LATENCY.labels(verb, resource, subresource).observe(seconds)
+
+
+class MetricsMiddleware:
+    """Counts and times every request; goes right after RequestIdMiddleware in MIDDLEWARE."""
+
+    sync_capable = True
+    async_capable = True
+
+    def __init__(self, get_response: Callable[[HttpRequest], Any]) -> None:
+        self.get_response = get_response
+        self.is_async = iscoroutinefunction(get_response)
+        if self.is_async:
+            markcoroutinefunction(self)
+
+    def __call__(self, request: HttpRequest) -> Any:
+        if self.is_async:
+            return self._acall(request)
+        started = time.perf_counter()
+        response: HttpResponseBase = self.get_response(request)
+        observe(request, response.status_code, time.perf_counter() - started)
+        return response
+
+    async def _acall(self, request: HttpRequest) -> HttpResponseBase:
+        started = time.perf_counter()
+        pending: Awaitable[HttpResponseBase] = self.get_response(request)
+        response = await pending
+        observe(request, response.status_code, time.perf_counter() - started)
+        return response
