@@ -8,7 +8,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from runtimes import errors
+from runtimes import errors, store
 from runtimes.api import media
 from runtimes.resources import ResourceType, lookup
 
@@ -54,6 +54,11 @@ class KubeView(APIView):
                     "NotFound", "the server could not find the requested resource"
                 )
             self.rt = rt
+            if namespaced_path and request.user.is_authenticated:
+                # Projects are namespaces and their names are no secret to signed-in users: an
+                # unknown one answers `namespaces "x" not found` (what kubectl prints for
+                # `get tr x -n nope`) before the role check could answer 403.
+                store.ensure_namespace(rt, kwargs["namespace"])
         self.rendering = media.accepted_as(request, self.renderings)
         if self.rendering is None:
             raise media.not_acceptable()

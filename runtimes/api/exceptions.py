@@ -42,16 +42,13 @@ def as_api_error(exc: Exception, context: dict[str, Any]) -> ApiError | None:
 
 
 def unsupported_media_type(media_type: Any, view: Any) -> ApiError:
+    """kube-apiserver's message names only what is accepted; kubectl itself prefixes
+    `<type> is not supported by <GVK>: `, so repeating that here would print it twice."""
     accepted = getattr(view, "accepted_media_types", ["application/json"])
-    rt = getattr(view, "rt", None)
-    gvk = f"{rt.api_version}, Kind={rt.kind}" if rt is not None else "this endpoint"
-    text = str(media_type)
-    if text.startswith("Unsupported media type"):
-        text = text.split('"')[1] if '"' in text else text
     return ApiError(
         "UnsupportedMediaType",
-        f"{text} is not supported by {gvk}: the body of the request was in an unknown format - "
-        f"accepted media types include: {', '.join(accepted)}",
+        "the body of the request was in an unknown format - accepted media types include: "
+        + ", ".join(accepted),
     )
 
 

@@ -175,7 +175,8 @@ class ItemView(KubeView):
             if current is None:
                 # Apply creates what does not exist yet (kube: forceAllowCreate).
                 access.authorize(request.user, "create", self.rt, self._namespace(namespace), name)
-                applied = change({"metadata": {"name": name}})
+                applied = change({})
+                applied.setdefault("metadata", {}).setdefault("name", name)
                 result = store.create(
                     self.rt,
                     namespace,

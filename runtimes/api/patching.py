@@ -91,6 +91,7 @@ def apply_change(
                 current.get("metadata", {}).get("managedFields") or [],
                 rt.api_version,
                 now_timestamp(),
+                list_map_keys=rt.list_map_keys,
                 subresource=subresource,
             )
         except managedfields.ApplyConflict as exc:

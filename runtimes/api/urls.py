@@ -9,7 +9,7 @@ from django.http import HttpRequest, HttpResponseBase
 from django.urls import path, re_path
 from django.views.decorators.csrf import csrf_exempt
 
-from runtimes.api import discovery, health_views, objects
+from runtimes.api import compile_view, discovery, health_views, objects, openapi_views
 
 GV = "apis/nodus.dev/v1beta1"
 
@@ -48,6 +48,12 @@ urlpatterns = [
     ),
     path(f"{GV}/<str:plural>", collection),
     path(f"{GV}/<str:plural>/<str:name>", _item),
+    path(
+        f"{GV}/namespaces/<str:namespace>/<str:plural>/<str:name>/compile",
+        compile_view.CompileView.as_view(),
+    ),
+    path("openapi/v3", openapi_views.OpenAPIIndexView.as_view()),
+    path(f"openapi/v3/{GV}", openapi_views.OpenAPIGroupVersionView.as_view()),
     path("livez", health_views.livez),
     path("livez/<str:name>", health_views.livez_check),
     path("readyz", health_views.readyz),

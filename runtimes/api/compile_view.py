@@ -1,0 +1,44 @@
+"""The `compile` subresource: POST a TrainingJob draft, get back what would run, where, how long.
+
+Nothing is stored: compiling is a read of the runtime plus pure catalog logic
+(`runtimes.compile`), so the caller needs only `get` on the runtime. A draft that does not fit
+the runtime answers 422 Invalid whose causes point into the draft (`parameters.epochs`, `model`),
+as a TrainingJob create would.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from runtimes import access, errors, store
+from runtimes.accelerators import catalog
+from runtimes.api.base import KubeView, respond
+from runtimes.compile import compile_job
+
+# The draft is the spec of a TrainingJob-to-be; errors name that kind, as its create would.
+DRAFT_KIND = "TrainingJob"
+
+
+class CompileView(KubeView):
+    def post(self, request: Request, plural: str, namespace: str, name: str) -> Response:
+        if self.rt.plural != "trainingruntimes":
+            raise errors.ApiError("NotFound", "the server could not find the requested resource")
+        access.authorize(request.user, "get", self.rt, namespace, name)
+        draft = self.body_object(request)
+        try:
+            runtime = store.get(self.rt, namespace, name)
+        except errors.ApiError:
+            store.ensure_namespace(self.rt, namespace)
+            raise
+        outcome = compile_job(runtime, draft, catalog())
+        if isinstance(outcome, list):
+            raise errors.invalid(DRAFT_KIND, self.rt.group, str(draft.get("name") or ""), outcome)
+        result: dict[str, Any] = {
+            "apiVersion": self.rt.api_version,
+            "kind": "CompileResult",
+            **outcome.as_dict(),
+        }
+        return respond(result, 200, list(outcome.warnings))

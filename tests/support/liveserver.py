@@ -1,0 +1,214 @@
+"""A real daphne server in a subprocess, against its own fresh data directory.
+
+It listens twice: plain HTTP for HTTP-level tests, and HTTPS (a throwaway self-signed
+certificate) for kubectl, because client-go sends bearer tokens only over TLS (kubectl issue
+#744): against an `http://` server kubectl is always anonymous.
+
+The `daphne_server` fixture migrates a temporary NODUS_DATA_DIR, creates the usual actors with
+the project's own management commands (alice admin of `demo`, bob viewer, charlie outsider, root
+platform admin; one API token each), seeds the accelerator catalog, starts
+`python -m daphne nodus_console.asgi:application` on a free loopback port, waits until
+`/version` answers and yields a `LiveServer`. The server is stopped after the session; its log
+is kept in the data directory for failing tests to read.
+"""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+import json
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+PYTHON = REPO / ".venv" / "bin" / "python"
+ACTORS = ("alice", "bob", "charlie", "root")
+
+# Runs inside `manage.py shell`, so users, project and tokens come from the real commands.
+_SETUP = """
+import io, json
+from django.core.management import call_command
+for name in ("alice", "bob", "charlie"):
+    call_command("createuser", name, password=name + "-pass")
+call_command("createuser", "root", password="root-pass", staff=True)
+call_command("createproject", "demo", admin=["alice"], viewer=["bob"])
+call_command("seed", no_examples=True)
+tokens = {}
+for name in ("alice", "bob", "charlie", "root"):
+    out = io.StringIO()
+    call_command("createtoken", user=name, name="live", stdout=out)
+    tokens[name] = out.getvalue().strip()
+print("TOKENS=" + json.dumps(tokens))
+"""
+
+
+@dataclass
+class LiveServer:
+    url: str
+    https_url: str
+    ca_pem: bytes
+    tokens: dict[str, str]
+    data_dir: Path
+    log_path: Path
+    process: subprocess.Popen[bytes]
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def client(self, who: str | None) -> httpx.Client:
+        headers = {"Authorization": f"Bearer {self.tokens[who]}"} if who else {}
+        return httpx.Client(base_url=self.url, headers=headers, timeout=30)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def server_environment(data_dir: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NODUS_", "DATABASE_URL"))}
+    env.update(
+        NODUS_DATA_DIR=str(data_dir),
+        NODUS_EMBEDDED_CONTROLLER="0",
+        DJANGO_SETTINGS_MODULE="nodus_console.settings",
+        PYTHONUNBUFFERED="1",
+    )
+    return env
+
+
+def prepare(data_dir: Path) -> dict[str, str]:
+    """Migrates and creates the actors; returns each actor's API token."""
+    env = server_environment(data_dir)
+    manage = [str(PYTHON), str(REPO / "manage.py")]
+    subprocess.run(
+        [*manage, "migrate", "--verbosity=0"], cwd=REPO, env=env, check=True, timeout=120
+    )
+    done = subprocess.run(
+        [*manage, "shell", "-c", _SETUP],
+        cwd=REPO,
+        env=env,
+        check=True,
+        timeout=120,
+        capture_output=True,
+        text=True,
+    )
+    line = next(x for x in done.stdout.splitlines() if x.startswith("TOKENS="))
+    tokens: dict[str, str] = json.loads(line.removeprefix("TOKENS="))
+    return tokens
+
+
+def self_signed_certificate(folder: Path) -> tuple[Path, Path, bytes]:
+    """A key and a certificate for 127.0.0.1 that is its own CA; returns (key, cert, cert PEM)."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "nodus test server")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName(
+                [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+            ),
+            critical=False,
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .sign(key, hashes.SHA256())
+    )
+    key_path, cert_path = folder / "tls.key", folder / "tls.crt"
+    key_path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.TraditionalOpenSSL,
+            serialization.NoEncryption(),
+        )
+    )
+    pem = cert.public_bytes(serialization.Encoding.PEM)
+    cert_path.write_bytes(pem)
+    return key_path, cert_path, pem
+
+
+def start(data_dir: Path, tokens: dict[str, str]) -> LiveServer:
+    port, tls_port = free_port(), free_port()
+    key, cert, pem = self_signed_certificate(data_dir)
+    log_path = data_dir / "daphne.log"
+    log = log_path.open("wb")
+    process = subprocess.Popen(
+        [
+            str(PYTHON),
+            "-m",
+            "daphne",
+            *("-b", "127.0.0.1", "-p", str(port)),
+            *("-e", f"ssl:{tls_port}:interface=127.0.0.1:privateKey={key}:certKey={cert}"),
+            "nodus_console.asgi:application",
+        ],
+        cwd=REPO,
+        env=server_environment(data_dir),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    server = LiveServer(
+        f"http://127.0.0.1:{port}",
+        f"https://127.0.0.1:{tls_port}",
+        pem,
+        tokens,
+        data_dir,
+        log_path,
+        process,
+    )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"daphne exited with {process.returncode}:\n{server.log()}")
+        try:
+            if httpx.get(f"{server.url}/version", timeout=1).status_code == 200:
+                return server
+        except httpx.TransportError:
+            pass
+        time.sleep(0.1)
+    stop(server)
+    raise RuntimeError(f"daphne did not answer /version within 30 s:\n{server.log()}")
+
+
+def stop(server: LiveServer) -> None:
+    server.process.terminate()
+    try:
+        server.process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        server.process.kill()
+        server.process.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def daphne_server() -> Iterator[LiveServer]:
+    data_dir = Path(tempfile.mkdtemp(prefix="nodus-live-"))
+    server = start(data_dir, prepare(data_dir))
+    try:
+        yield server
+    finally:
+        stop(server)
+        # NODUS_KEEP_LIVE=1 keeps the data directory (and daphne.log) for a post-mortem.
+        if os.environ.get("NODUS_KEEP_LIVE") != "1":
+            shutil.rmtree(data_dir, ignore_errors=True)
