@@ -1,0 +1,89 @@
+"""Soft problems with a runtime spec, reported as warnings, never errors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from runtimes.spec_warnings import spec_warnings
+from runtimes.validation import validate_spec
+from tests.invalid_manifests import base, merge_patch, stub_catalog
+
+CATALOG = stub_catalog()
+
+
+def _warnings(patch: dict[str, Any]) -> list[str]:
+    spec = merge_patch(base()["spec"], patch)
+    assert validate_spec(spec, CATALOG) == []  # warnings are about specs that are accepted
+    return spec_warnings(spec, CATALOG)
+
+
+def test_it_warns_about_a_distill_runtime_without_a_teacher() -> None:
+    [warning] = _warnings({"task": "Distill"})
+    assert warning.startswith("spec.requires.teacher: ")
+    assert _warnings({"task": "Distill", "requires": {"teacher": True}}) == []
+
+
+def test_it_warns_when_a_dataset_task_does_not_require_data() -> None:
+    [warning] = _warnings({"task": "DPO", "requires": {"data": False}})
+    assert warning.startswith("spec.requires.data: a DPO runtime")
+    assert _warnings({"task": "GRPO", "requires": {"data": False}}) == []
+
+
+def test_it_warns_about_an_evaluate_runtime_without_task_times() -> None:
+    warnings = _warnings({"task": "Evaluate", "estimate": {"secondsPerTask": None}})
+    assert any(w.startswith("spec.estimate.secondsPerTask: an Evaluate runtime") for w in warnings)
+
+
+def test_it_warns_about_task_times_nothing_uses() -> None:
+    [warning] = _warnings({"modes": ["Train"]})
+    assert warning.startswith("spec.estimate.secondsPerTask: only evaluation uses task times")
+
+
+def test_it_warns_about_presets_on_classes_without_an_estimate() -> None:
+    warnings = _warnings({"estimate": {"secondsPerStep": {"h100-94g": None}}})
+    assert warnings == [
+        "spec.defaults.resources.gpu.type: no spec.estimate.secondsPerStep for accelerator "
+        "class(es) h100-94g; jobs placed there show no expected duration",
+        "spec.presets[0].resources.gpu.type: no spec.estimate.secondsPerStep for accelerator "
+        "class(es) h100-94g; jobs placed there show no expected duration",
+    ]
+
+
+def test_it_does_not_expect_estimates_for_classes_an_exact_request_cannot_reach() -> None:
+    patch = {
+        "defaults": {"resources": {"gpu": {"type": ["h100-80g-sxm"], "exact": True}}},
+        "estimate": {"secondsPerStep": {"h100-94g": None}},
+        "presets": [
+            {
+                "model": "Qwen/Qwen3-0.6B",
+                "method": "Full",
+                "resources": {
+                    "gpu": {"type": ["h100-80g-pcie", "A100"], "count": 1, "exact": False}
+                },
+            }
+        ],
+    }
+    warnings = _warnings(patch)
+    assert any("presets[0]" in w and "h100-94g" in w for w in warnings)
+    assert not any("spec.defaults.resources.gpu.type" in w for w in warnings)
+
+
+def test_it_warns_about_an_estimate_no_gpu_request_can_use() -> None:
+    [warning] = _warnings({"estimate": {"secondsPerStep": {"mi300x-192g": 0.3}}})
+    assert warning == (
+        "spec.estimate.secondsPerStep[mi300x-192g]: no preset or default GPU request can run on "
+        "this accelerator class, so the time is never used"
+    )
+
+
+def test_it_does_not_judge_estimates_when_nothing_asks_for_a_gpu() -> None:
+    spec = merge_patch(base()["spec"], {"presets": None, "defaults": {"resources": {"gpu": None}}})
+    assert spec_warnings(spec, CATALOG) == []
+
+
+def test_it_tolerates_specs_that_are_not_valid() -> None:
+    assert spec_warnings("x", CATALOG) == []
+    assert (
+        spec_warnings({"task": 3, "estimate": [], "presets": [None, {"resources": 1}]}, CATALOG)
+        == []
+    )
