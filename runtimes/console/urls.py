@@ -1,11 +1,41 @@
-"""Console URLs (pages and htmx partials)."""
+"""Console URLs: pages, their htmx partials, docs, and sign-in."""
 
 from __future__ import annotations
 
+from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from runtimes.console import views
+from runtimes.console import accounts, catalog, docs, publish, runtime
 
 urlpatterns = [
-    path("", views.catalog, name="catalog"),
+    path("", catalog.catalog, name="catalog"),
+    path("login", auth_views.LoginView.as_view(), name="login"),
+    path("logout", auth_views.LogoutView.as_view(), name="logout"),
+    path("docs/api", docs.api_reference, name="docs-api"),
+    path("docs/errors", docs.error_index, name="docs-errors"),
+    path("docs/errors/<str:reason>", docs.error_reason, name="docs-error"),
+    path("p/<str:project>/runtimes/<str:name>", runtime.runtime_default, name="runtime-default"),
+    path(
+        "p/<str:project>/runtimes/<str:name>/yaml.download", runtime.download, name="runtime-yaml"
+    ),
+    path(
+        "p/<str:project>/runtimes/<str:name>/estimates/chart",
+        runtime.estimates_chart,
+        name="runtime-estimates-chart",
+    ),
+    path(
+        "p/<str:project>/runtimes/<str:name>/parameters/check",
+        runtime.parameters_check,
+        name="runtime-parameters-check",
+    ),
+    path("p/<str:project>/runtimes/<str:name>/edit", publish.edit, name="publish-edit"),
+    path("p/<str:project>/runtimes/<str:name>/delete", publish.delete, name="publish-delete"),
+    path("p/<str:project>/runtimes/<str:name>/<str:tab>", runtime.runtime, name="runtime"),
+    path("publish", publish.new, name="publish-new"),
+    path("publish/check", publish.check, name="publish-check"),
+    path("account/tokens", accounts.tokens, name="tokens"),
+    path("account/tokens/<int:token_id>/revoke", accounts.revoke, name="token-revoke"),
+    path("account/kubeconfig", accounts.download_kubeconfig, name="kubeconfig"),
+    path("projects", accounts.projects, name="projects"),
+    path("projects/<str:project>/members", accounts.members, name="members"),
 ]

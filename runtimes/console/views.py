@@ -1,17 +1,22 @@
-"""Console views."""
+"""Site-wide error pages for the console's (non-API) paths.
+
+API paths never reach these: DRF's exception handler and the API's catch-all answer there with
+a metav1.Status.
+"""
 
 from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse
-
-
-def catalog(request: HttpRequest) -> HttpResponse:
-    return HttpResponse("nodus console")
+from django.shortcuts import render
 
 
 def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
-    return HttpResponse("not found", status=404)
+    return render(request, "console/404.html", {"path": request.path}, status=404)
 
 
 def server_error(request: HttpRequest) -> HttpResponse:
-    return HttpResponse("error", status=500)
+    # No context processors that could fail again: the request may be half-broken.
+    from django.template import loader
+
+    template = loader.get_template("console/500.html")
+    return HttpResponse(template.render({}), status=500)

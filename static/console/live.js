@@ -1,0 +1,55 @@
+// Live updates: tells the console websocket what the current page shows and shows the link state.
+// htmx's ws extension owns the socket (and reconnects it); this only sends "watch" messages.
+(function () {
+  "use strict";
+  var socket = null;
+  var watched = null; // the #live-watch spec last sent: view + query + the page's revision
+  var delivered = 0; // the last revision the server pushed to us
+
+  function indicator(state, text) {
+    var live = document.getElementById("live");
+    if (!live) return;
+    live.dataset.state = state;
+    var label = live.querySelector(".live-text");
+    if (label) label.textContent = text;
+  }
+
+  function currentSpec() {
+    var el = document.getElementById("live-watch");
+    if (!el) return null;
+    return { view: el.dataset.view, query: el.dataset.query || "", revision: Number(el.dataset.revision || 0) };
+  }
+
+  function send(resume) {
+    if (!socket) return;
+    var spec = currentSpec();
+    if (!spec) {
+      watched = null;
+      socket.send(JSON.stringify({ type: "unwatch" }), null);
+      return;
+    }
+    var same = watched && watched.view === spec.view && watched.query === spec.query && watched.revision === spec.revision;
+    if (same && !resume) return;
+    if (!same) delivered = spec.revision; // a new page: its own snapshot is the starting point
+    watched = spec;
+    socket.send(JSON.stringify({ type: "watch", view: spec.view, query: spec.query, revision: delivered }), null);
+  }
+
+  document.addEventListener("htmx:wsConnecting", function () {
+    indicator(delivered ? "reconnecting" : "connecting", delivered ? "reconnecting…" : "connecting");
+  });
+  document.addEventListener("htmx:wsOpen", function (event) {
+    socket = event.detail.socketWrapper;
+    indicator("live", "live");
+    send(true); // after a reconnect: resume from the last revision delivered
+  });
+  document.addEventListener("htmx:wsClose", function () {
+    indicator("reconnecting", "reconnecting…");
+  });
+  document.addEventListener("htmx:wsAfterMessage", function () {
+    var marker = document.getElementById("live-revision");
+    if (marker) delivered = Math.max(delivered, Number(marker.dataset.revision || 0));
+  });
+  // Every navigation or filter change swaps content in; watch what is now on screen.
+  document.addEventListener("htmx:afterSettle", function () { send(false); });
+})();
