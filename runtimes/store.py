@@ -333,8 +333,9 @@ def mutate(
                 new if finalize else None,
             )
         except _Stale:
-            if wanted:
-                raise errors.conflict(rt.plural, rt.group, name, errors.STALE) from None
+            # Re-read and re-apply, as kube's GuaranteedUpdate: a PUT's stale resourceVersion
+            # is refused by the check above on the next pass, while a patch (whose result
+            # merely echoes the revision it was applied to) lands on the fresh object.
             continue
         return WriteResult(new, warnings, deleted=finalize)
     raise errors.ApiError(
