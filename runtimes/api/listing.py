@@ -1,51 +1,209 @@
 """Reads: list responses (plain or Table) and single objects.
 
-Selectors, pagination over consistent snapshots and resourceVersion rules plug in here.
+A list is served from a snapshot at one revision: the latest (consistent read), or an older
+one named by a continue token or `resourceVersionMatch=Exact`. Selectors filter it, `limit`
+pages it in key order, and every page reports the first page's resourceVersion, as
+kube-apiserver's etcd3 store does.
 """
 
 from __future__ import annotations
 
+import time
+from dataclasses import dataclass
 from typing import Any
 
+from django.http import QueryDict
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from runtimes import access, store
-from runtimes.api import tables
+from runtimes import access, errors, snapshots, store
+from runtimes.api import continuation, tables
 from runtimes.api.base import KubeView, respond
+from runtimes.api.listoptions import (
+    EXACT,
+    ListOptions,
+    Selection,
+    parse_list_options,
+    selection,
+)
+from runtimes.resources import ResourceType
 
 Obj = dict[str, Any]
+Key = tuple[str, str]
+
+# How long a read naming a resourceVersion ahead of the store waits for it (kube: 3 s).
+WAIT_FOR_REVISION_SECONDS = 3.0
+# Bodies are read in chunks while a selector filters, so a page never loads the whole kind.
+SCAN_CHUNK = 200
+TOO_LARGE_CAUSE = "ResourceVersionTooLarge"
 
 
-def visible(
-    view: KubeView, request: Request, objects: list[Obj], namespace: str | None
-) -> list[Obj]:
-    """A cluster-wide list shows only the projects the user may read."""
-    if namespace is not None or not view.rt.namespaced:
-        return objects
-    projects = access.readable_projects(request.user)
-    if projects is None:
-        return objects
-    allowed = set(projects)
-    return [o for o in objects if o["metadata"].get("namespace") in allowed]
+@dataclass
+class Page:
+    items: list[Obj]
+    revision: int
+    continue_token: str = ""
+    remaining: int | None = None
+
+    def list_meta(self) -> Obj:
+        meta: Obj = {"resourceVersion": str(self.revision)}
+        if self.continue_token:
+            meta["continue"] = self.continue_token
+        if self.remaining is not None:
+            meta["remainingItemCount"] = self.remaining
+        return meta
 
 
-def select(view: KubeView, request: Request, namespace: str | None) -> list[Obj]:
-    objects, _revision = store.list_objects(view.rt, namespace)
-    return visible(view, request, objects, namespace)
+def readable_namespaces(rt: ResourceType, user: Any, namespace: str | None) -> list[str] | None:
+    """A cluster-wide list of a namespaced kind shows only the projects the user may read."""
+    if namespace is not None or not rt.namespaced:
+        return None
+    return access.readable_projects(user)
+
+
+def too_large(wanted: int, current: int) -> errors.ApiError:
+    return errors.ApiError(
+        "Timeout",
+        f"Too large resource version: {wanted}, current: {current}",
+        {
+            "causes": [
+                {"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}
+            ]
+        },
+        fix="The resourceVersion is ahead of this server: list without resourceVersion.",
+        retry_after=1,
+    )
+
+
+def wait_for_revision(wanted: int) -> int:
+    """Waits (≤3 s) until the store has reached `wanted`; returns the current revision."""
+    deadline = time.monotonic() + WAIT_FOR_REVISION_SECONDS
+    current = store.current_revision()
+    while current < wanted:
+        if time.monotonic() >= deadline:
+            raise too_large(wanted, current)
+        time.sleep(0.05)
+        current = store.current_revision()
+    return current
+
+
+def _expired_continue(after: Key) -> errors.ApiError:
+    return errors.expired(
+        "The provided continue parameter is too old to display a consistent list result. You "
+        "can start a new list without the continue parameter, or use the continue token in "
+        "this response to retrieve the remainder of the results. Continuing with the provided "
+        "token results in an inconsistent list - objects that were created, modified, or "
+        "deleted between the time the first chunk was returned and now may show up in the list.",
+        **{"continue": continuation.encode(continuation.INCONSISTENT, after)},
+    )
+
+
+def _snapshot(rt: ResourceType, namespace: str | None, opts: ListOptions) -> tuple[Any, Key]:
+    """The snapshot to serve and the key to start after."""
+    ns = namespace if rt.namespaced else None
+    if opts.continue_token:
+        if opts.resource_version not in ("", "0"):
+            raise errors.bad_request(
+                "specifying resource version is not allowed when using continue"
+            )
+        revision, after = continuation.decode(opts.continue_token)
+        if revision == continuation.INCONSISTENT:
+            return snapshots.latest(rt.key, ns), after
+        if revision > store.current_revision():
+            raise errors.bad_request("invalid continue token: the resourceVersion is in the future")
+        try:
+            return snapshots.at(rt.key, ns, revision), after
+        except snapshots.Compacted:
+            raise _expired_continue(after) from None
+    wanted = opts.revision
+    if not wanted:  # unset: the latest (consistent); "0": any, and the latest is one
+        return snapshots.latest(rt.key, ns), ("", "")
+    wait_for_revision(wanted)
+    match = opts.resource_version_match
+    # Legacy rule: a resourceVersion with a limit and no match means Exact.
+    if match == EXACT or (not match and opts.limit):
+        try:
+            return snapshots.at(rt.key, ns, wanted), ("", "")
+        except snapshots.Compacted:
+            raise errors.expired("The resourceVersion for the provided list is too old.") from None
+    return snapshots.latest(rt.key, ns), ("", "")
+
+
+def _key(obj: Obj) -> Key:
+    meta = obj["metadata"]
+    return meta.get("namespace", ""), meta["name"]
+
+
+def list_page(rt: ResourceType, namespace: str | None, opts: ListOptions) -> Page:
+    """One page of a list, generic over kinds; the API and the console both read through it."""
+    snap, after = _snapshot(rt, namespace, opts)
+    chosen = opts.selection
+    keys = [k for k in snap.keys if k > after and chosen.visible(k[0])]
+    limit = opts.limit
+    with_snapshot = _SnapshotTries(snap, after)
+    if not chosen.has_selectors:
+        page_keys = keys[:limit] if limit else keys
+        items = with_snapshot.bodies(page_keys)
+        if limit and len(keys) > limit:
+            return Page(
+                items,
+                snap.revision,
+                continuation.encode(snap.revision, page_keys[-1]),
+                len(keys) - limit,
+            )
+        return Page(items, snap.revision)
+    items: list[Obj] = []
+    last: Key | None = None
+    for start in range(0, len(keys), SCAN_CHUNK):
+        for obj in with_snapshot.bodies(keys[start : start + SCAN_CHUNK]):
+            if limit and len(items) >= limit:
+                assert last is not None
+                return Page(items, snap.revision, continuation.encode(snap.revision, last))
+            last = _key(obj)
+            if chosen.matches(obj):
+                items.append(obj)
+    return Page(items, snap.revision)
+
+
+@dataclass
+class _SnapshotTries:
+    """Reads bodies from a snapshot, turning a compaction race into the right 410."""
+
+    snap: Any
+    after: Key
+
+    def bodies(self, keys: list[Key]) -> list[Obj]:
+        try:
+            result: list[Obj] = self.snap.bodies(keys)
+        except snapshots.Compacted:
+            raise _expired_continue(self.after) from None
+        return result
 
 
 def list_response(view: KubeView, request: Request, namespace: str | None) -> Response:
-    objects, revision = store.list_objects(view.rt, namespace)
-    objects = visible(view, request, objects, namespace)
-    list_meta: Obj = {"resourceVersion": str(revision)}
-    return respond(render_list(view, request, objects, list_meta))
+    namespaces = readable_namespaces(view.rt, request.user, namespace)
+    opts = parse_list_options(view.rt, request.query_params, namespaces)
+    page = list_page(view.rt, namespace, opts)
+    return respond(render_list(view, page.items, page.list_meta(), opts.include_object))
 
 
-def render_list(view: KubeView, request: Request, objects: list[Obj], list_meta: Obj) -> Obj:
+def select(view: KubeView, request: Request, namespace: str | None) -> list[Obj]:
+    """Every visible object the request's selectors match (deletecollection)."""
+    query: QueryDict = request.query_params
+    namespaces = readable_namespaces(view.rt, request.user, namespace)
+    opts = ListOptions(
+        selection=_selection(view.rt, query, namespaces),
+    )
+    return list_page(view.rt, namespace, opts).items
+
+
+def _selection(rt: ResourceType, query: QueryDict, namespaces: list[str] | None) -> Selection:
+    return selection(rt, query.get("labelSelector", ""), query.get("fieldSelector", ""), namespaces)
+
+
+def render_list(view: KubeView, objects: list[Obj], list_meta: Obj, include: str) -> Obj:
     rendering = view.rendering or ("", "")
     if rendering[0] == "Table":
-        include = request.query_params.get("includeObject", "Metadata")
         return tables.table(view.rt, objects, rendering[1], list_meta, include)
     return {
         "apiVersion": view.rt.api_version,
@@ -58,7 +216,9 @@ def render_list(view: KubeView, request: Request, objects: list[Obj], list_meta:
 def object_response(view: KubeView, request: Request, obj: Obj) -> Response:
     rendering = view.rendering or ("", "")
     if rendering[0] == "Table":
-        include = request.query_params.get("includeObject", "Metadata")
+        include = request.query_params.get("includeObject") or "Metadata"
+        if include not in ("None", "Metadata", "Object"):
+            raise errors.bad_request(f'unrecognized includeObject value: "{include}"')
         return respond(
             tables.table(
                 view.rt,

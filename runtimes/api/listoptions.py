@@ -1,0 +1,235 @@
+"""ListOptions for list and watch: parsing, kube's validation rules (400 / 422) and selectors.
+
+Mirrors apimachinery's ``internalversion.ListOptions`` validation: what a list forbids
+(sendInitialEvents, resourceVersionMatch without resourceVersion) and what a watch requires
+(sendInitialEvents only with resourceVersionMatch=NotOlderThan). Garbage that cannot be parsed
+at all (a non-integer limit or resourceVersion, a bad selector) is a 400 BadRequest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from runtimes import errors
+from runtimes.fielderrors import FieldError, forbidden, not_supported
+from runtimes.resources import ResourceType
+from runtimes.selectors import (
+    FieldSelector,
+    LabelSelector,
+    SelectorError,
+    field_values,
+    parse_field_selector,
+    parse_label_selector,
+)
+
+Obj = dict[str, Any]
+EXACT = "Exact"
+NOT_OLDER_THAN = "NotOlderThan"
+INCLUDE_OBJECT = ("None", "Metadata", "Object")
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Label and field selectors plus the projects a cluster-wide reader may see."""
+
+    labels: LabelSelector = field(default_factory=LabelSelector)
+    fields: FieldSelector = field(default_factory=FieldSelector)
+    supported_fields: tuple[str, ...] = ()
+    namespaces: frozenset[str] | None = None  # None: every namespace is visible
+
+    @property
+    def has_selectors(self) -> bool:
+        return not (self.labels.empty and self.fields.empty)
+
+    def visible(self, namespace: str) -> bool:
+        return self.namespaces is None or namespace in self.namespaces
+
+    def matches(self, obj: Obj | None) -> bool:
+        if obj is None:
+            return False
+        meta = obj.get("metadata", {})
+        if not self.visible(meta.get("namespace", "")):
+            return False
+        if not self.labels.empty and not self.labels.matches(meta.get("labels") or {}):
+            return False
+        if self.fields.empty:
+            return True
+        return self.fields.matches(field_values(obj, self.fields.fields))
+
+
+@dataclass(frozen=True)
+class ListOptions:
+    watch: bool = False
+    resource_version: str = ""
+    resource_version_match: str = ""
+    limit: int = 0
+    continue_token: str = ""
+    send_initial_events: bool | None = None
+    allow_bookmarks: bool = False
+    timeout_seconds: int | None = None
+    include_object: str = "Metadata"
+    selection: Selection = field(default_factory=Selection)
+
+    @property
+    def revision(self) -> int | None:
+        """The requested resourceVersion as a number (None when unset)."""
+        return int(self.resource_version) if self.resource_version else None
+
+
+def supported_fields(rt: ResourceType) -> tuple[str, ...]:
+    return ("metadata.name", "metadata.namespace", *rt.selectable_fields)
+
+
+def parse_revision(text: str) -> int:
+    """resourceVersions are decimal revisions; anything else is a 400 before any work."""
+    if not text.isdigit() or len(text) > 19:
+        raise errors.bad_request(
+            f"invalid resource version: {text!r}",
+            fix="resourceVersion must be a value this server returned (a decimal number); "
+            "omit it to read the latest state.",
+        )
+    return int(text)
+
+
+def _bool(query: Mapping[str, str], name: str) -> bool | None:
+    if name not in query:
+        return None
+    raw = query[name].lower()
+    if raw in {"true", "1"}:
+        return True
+    if raw in {"false", "0", ""}:
+        return False
+    raise errors.bad_request(f'{name}: invalid boolean value "{query[name]}"')
+
+
+def _int(query: Mapping[str, str], name: str) -> int | None:
+    raw = query.get(name)
+    if raw is None or raw == "":
+        return None
+    try:
+        return int(raw)
+    except ValueError:
+        raise errors.bad_request(f'{name}: invalid integer value "{raw}"') from None
+
+
+def selection(
+    rt: ResourceType,
+    label_text: str,
+    field_text: str,
+    namespaces: list[str] | None = None,
+) -> Selection:
+    supported = supported_fields(rt)
+    try:
+        labels = parse_label_selector(label_text)
+        fields = parse_field_selector(field_text, supported)
+    except SelectorError as exc:
+        raise errors.bad_request(
+            str(exc),
+            fix="Label selectors look like `app=trainer,tier in (gold,silver),!legacy`; field "
+            f"selectors support {', '.join(supported)} with =, == and !=.",
+        ) from None
+    return Selection(
+        labels, fields, supported, None if namespaces is None else frozenset(namespaces)
+    )
+
+
+def _list_problems(opts: ListOptions) -> list[FieldError]:
+    problems: list[FieldError] = []
+    match = opts.resource_version_match
+    if match:
+        if not opts.resource_version:
+            problems.append(
+                forbidden(
+                    "resourceVersionMatch",
+                    "resourceVersionMatch is forbidden unless resourceVersion is provided",
+                )
+            )
+        if opts.continue_token:
+            problems.append(
+                forbidden(
+                    "resourceVersionMatch",
+                    "resourceVersionMatch is forbidden when continue is provided",
+                )
+            )
+        if match not in (EXACT, NOT_OLDER_THAN):
+            problems.append(
+                not_supported("resourceVersionMatch", match, [EXACT, NOT_OLDER_THAN, ""])
+            )
+        if match == EXACT and opts.resource_version == "0":
+            problems.append(
+                forbidden(
+                    "resourceVersionMatch",
+                    'resourceVersionMatch "exact" is forbidden for resourceVersion "0"',
+                )
+            )
+    if opts.send_initial_events is not None:
+        problems.append(forbidden("sendInitialEvents", "sendInitialEvents is forbidden for list"))
+    return problems
+
+
+def _watch_problems(opts: ListOptions) -> list[FieldError]:
+    problems: list[FieldError] = []
+    match = opts.resource_version_match
+    if opts.send_initial_events is not None and match != NOT_OLDER_THAN:
+        problems.append(
+            forbidden(
+                "resourceVersionMatch",
+                f"sendInitialEvents requires setting resourceVersionMatch to {NOT_OLDER_THAN}",
+            )
+        )
+    if match:
+        if opts.send_initial_events is None:
+            problems.append(
+                forbidden(
+                    "resourceVersionMatch",
+                    "resourceVersionMatch is forbidden for watch unless sendInitialEvents is "
+                    "provided",
+                )
+            )
+        if match != NOT_OLDER_THAN:
+            problems.append(not_supported("resourceVersionMatch", match, [NOT_OLDER_THAN]))
+        if opts.continue_token:
+            problems.append(
+                forbidden(
+                    "resourceVersionMatch",
+                    "resourceVersionMatch is forbidden when continue is provided",
+                )
+            )
+    return problems
+
+
+def parse_list_options(
+    rt: ResourceType,
+    query: Mapping[str, str],
+    namespaces: list[str] | None = None,
+    watch: bool = False,
+) -> ListOptions:
+    """Reads a list or watch query; raises 400 for garbage and 422 for forbidden combinations."""
+    resource_version = query.get("resourceVersion", "")
+    if resource_version:
+        parse_revision(resource_version)
+    include = query.get("includeObject") or "Metadata"
+    if include not in INCLUDE_OBJECT:
+        raise errors.bad_request(f'unrecognized includeObject value: "{include}"')
+    limit = _int(query, "limit") or 0
+    timeout = _int(query, "timeoutSeconds")
+    opts = ListOptions(
+        watch=watch,
+        resource_version=resource_version,
+        resource_version_match=query.get("resourceVersionMatch", ""),
+        limit=max(limit, 0),
+        continue_token=query.get("continue", ""),
+        send_initial_events=_bool(query, "sendInitialEvents"),
+        allow_bookmarks=bool(_bool(query, "allowWatchBookmarks")),
+        timeout_seconds=timeout if timeout is None or timeout > 0 else None,
+        include_object=include,
+        selection=selection(
+            rt, query.get("labelSelector", ""), query.get("fieldSelector", ""), namespaces
+        ),
+    )
+    problems = _watch_problems(opts) if watch else _list_problems(opts)
+    if problems:
+        raise errors.invalid("ListOptions", "meta.k8s.io", "", problems)
+    return opts

@@ -1,0 +1,87 @@
+"""Compaction of the event log: keep the last `NODUS_EVENT_WINDOW` revisions, forget the rest.
+
+`RevisionCounter.compacted` is the oldest revision the log still holds (the "floor"). Anything
+that needs the history after revision R (a watch resuming from R, a continue token or an
+Exact list at R) works only while R >= floor - 1; older requests answer 410 Expired, as
+kube-apiserver does after etcd compaction, and clients re-list.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from django.conf import settings
+from django.db import transaction
+
+from runtimes import errors
+from runtimes.models import Event, RevisionCounter
+
+log = logging.getLogger("nodus.compaction")
+
+# Deleting in batches keeps each transaction (and the writers waiting behind it) short.
+BATCH = 5_000
+
+
+def floor() -> int:
+    """The oldest revision the event log still holds."""
+    value = RevisionCounter.objects.values_list("compacted", flat=True).filter(pk=1).first()
+    return int(value or 0)
+
+
+def oldest_resumable() -> int:
+    """The lowest resourceVersion a watch or a snapshot can still start after."""
+    return max(floor() - 1, 0)
+
+
+def window() -> int:
+    return max(int(getattr(settings, "NODUS_EVENT_WINDOW", 100_000)), 1)
+
+
+def is_expired(revision: int) -> bool:
+    return revision < floor() - 1
+
+
+def too_old(revision: int) -> errors.ApiError:
+    """The Status a watch ends with when its start point has been compacted away."""
+    return errors.ApiError(
+        "Expired",
+        f"too old resource version: {revision} ({oldest_resumable()})",
+        fix="List again without resourceVersion and watch from the list's resourceVersion "
+        "(client-go and the Python client do this on their own).",
+    )
+
+
+def due(current: int, keep: int | None = None) -> bool:
+    """Whether the log has grown a tenth past its window (so compaction runs in steps)."""
+    keep = window() if keep is None else keep
+    return current - floor() + 1 > keep + max(keep // 10, 1)
+
+
+def compact(keep: int | None = None) -> int:
+    """Deletes events older than the window; returns the new floor.
+
+    Safe to run from several processes at once: deletes are idempotent and the floor only
+    moves forward. The floor is raised *before* any row goes, and readers check the floor
+    after reading rows, so a reader either saw every row or sees the raised floor (410).
+    """
+    keep = window() if keep is None else keep
+    counter = RevisionCounter.objects.filter(pk=1).values_list("value", "compacted").first()
+    if counter is None:
+        return 0
+    current, compacted = int(counter[0]), int(counter[1])
+    target = current - keep + 1
+    if target <= compacted:
+        return compacted
+    RevisionCounter.objects.filter(pk=1, compacted__lt=target).update(compacted=target)
+    while True:
+        with transaction.atomic():
+            doomed = list(
+                Event.objects.filter(revision__lt=target)
+                .order_by("revision")
+                .values_list("revision", flat=True)[:BATCH]
+            )
+            if not doomed:
+                break
+            Event.objects.filter(revision__lte=doomed[-1]).delete()
+    log.info("compacted the event log below revision %s", target)
+    return target
