@@ -1,4 +1,4 @@
-"""List over HTTP: selectors, consistent pagination, continue tokens, resourceVersion rules, Tables."""
+"""List over HTTP: selectors, consistent pages, continue tokens, resourceVersion rules, Tables."""
 
 from __future__ import annotations
 
