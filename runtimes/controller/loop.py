@@ -1,0 +1,232 @@
+"""The controller loop: level-triggered reconciles fed by the event log, with resync and backoff.
+
+A watcher thread reads the event log from the last revision it has seen (a store write in
+this process nudges it at once; writes from other processes are found by polling), and
+every ``resync_seconds`` it re-queues every runtime for a fresh inspection. Worker threads take
+keys from a ``WorkQueue``: per-key dedupe, exponential backoff for transient trouble. Starting
+up lists every runtime, so whatever a previous controller left half done is finished.
+
+``start_in_process()`` runs it as a daemon thread beside the web server (the embedded default);
+``manage.py runcontroller`` runs it alone, one leader at a time (``leader``).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+from django.db import close_old_connections, connection
+
+from runtimes import events, store
+from runtimes.controller import settings as controller_settings
+from runtimes.controller.leader import lead, lock_for
+from runtimes.controller.reconcile import Outcome, Reconciler, runtime_type
+from runtimes.controller.settings import ControllerSettings, TrustedKeys
+from runtimes.controller.sources import ImageSources
+from runtimes.controller.workqueue import WorkQueue
+
+log = logging.getLogger("nodus.controller")
+
+Key = tuple[str, str]  # (namespace, name)
+EVENT_BATCH = 1000
+
+
+class Controller:
+    def __init__(
+        self,
+        config: ControllerSettings | None = None,
+        *,
+        reconciler: Reconciler | None = None,
+        workers: int = 2,
+    ) -> None:
+        self.config = config or controller_settings.from_django()
+        self.sources = ImageSources(self.config.layout_root, self.config.registry)
+        self.keys = TrustedKeys(self.config.trusted_key_paths)
+        self.reconciler = reconciler or Reconciler(self.sources, self.keys.current)
+        self.workers = workers
+        self.queue: WorkQueue[Key] = WorkQueue(
+            backoff_base=self.config.backoff_base, backoff_max=self.config.backoff_max
+        )
+        self.last_revision = 0
+        self._nudge = threading.Event()
+        self.idle = threading.Event()  # set whenever the queue has drained (tests wait on it)
+
+    # -- one pass, no threads (tests, `runcontroller --once`) -----------------------------------
+
+    def sync_once(self) -> dict[Key, Outcome]:
+        """Reconciles every runtime once, in this thread; returns each outcome."""
+        objects, _revision = store.list_objects(runtime_type())
+        outcomes: dict[Key, Outcome] = {}
+        for obj in objects:
+            key = (obj["metadata"]["namespace"], obj["metadata"]["name"])
+            outcomes[key] = self.reconciler.reconcile(*key)
+        return outcomes
+
+    # -- the loop ---------------------------------------------------------------------------------
+
+    def run(self, stop: threading.Event) -> None:
+        """Runs until ``stop`` is set, then drains nothing further and returns."""
+        events.subscribe(self._on_published)
+        threads = [threading.Thread(target=self._watch, args=(stop,), name="controller-watch")]
+        threads += [
+            threading.Thread(target=self._work, name=f"controller-worker-{n}")
+            for n in range(self.workers)
+        ]
+        try:
+            self.resync()
+            for thread in threads:
+                thread.daemon = True
+                thread.start()
+            stop.wait()
+        finally:
+            events.unsubscribe(self._on_published)
+            self.queue.shut_down()
+            self._nudge.set()
+            for thread in threads:
+                if thread.is_alive():
+                    thread.join(timeout=30)
+            self.sources.close()
+            connection.close()
+
+    def resync(self) -> None:
+        """Lists every runtime and queues it for a fresh inspection; reads the log from there."""
+        objects, revision = store.list_objects(runtime_type())
+        self.reconciler.forget_all()
+        self.last_revision = max(self.last_revision, revision)
+        for obj in objects:
+            self.queue.add((obj["metadata"]["namespace"], obj["metadata"]["name"]))
+
+    def _on_published(self, revision: int) -> None:
+        # Called after commit by any store write in this process: read the log now.
+        self._nudge.set()
+
+    def _watch(self, stop: threading.Event) -> None:
+        next_resync = time.monotonic() + self.config.resync_seconds
+        try:
+            while not stop.is_set() and not self.queue.shutting_down:
+                self._nudge.wait(self.config.poll_seconds)
+                self._nudge.clear()
+                if stop.is_set():
+                    break
+                try:
+                    close_old_connections()
+                    if time.monotonic() >= next_resync:
+                        next_resync = time.monotonic() + self.config.resync_seconds
+                        self.resync()
+                    else:
+                        self._read_events()
+                except Exception:
+                    # The database may be restarting; the next poll tries again.
+                    log.exception("controller: reading the event log failed")
+                    stop.wait(self.config.poll_seconds)
+        finally:
+            connection.close()
+
+    def _read_events(self) -> None:
+        from runtimes.models import Event, RevisionCounter
+
+        rt = runtime_type()
+        compacted = RevisionCounter.objects.values_list("compacted", flat=True).get(pk=1)
+        if compacted > self.last_revision:
+            log.warning("controller: event log compacted past %s; relisting", self.last_revision)
+            self.resync()
+            return
+        while True:
+            rows = list(
+                Event.objects.filter(resource=rt.key, revision__gt=self.last_revision)
+                .order_by("revision")
+                .values_list("revision", "namespace", "name", "type")[:EVENT_BATCH]
+            )
+            for revision, namespace, name, kind in rows:
+                key = (namespace, name)
+                if kind == "DELETED":
+                    self.reconciler.forget(namespace, name)
+                    self.queue.forget(key)
+                self.queue.add(key)
+                self.last_revision = revision
+            if len(rows) < EVENT_BATCH:
+                return
+
+    def _work(self) -> None:
+        try:
+            while True:
+                key = self.queue.get(timeout=0.5)
+                if key is None:
+                    if self.queue.shutting_down:
+                        return
+                    if not len(self.queue):
+                        self.idle.set()
+                    continue
+                self.idle.clear()
+                try:
+                    close_old_connections()
+                    outcome = self.reconciler.reconcile(*key)
+                    if outcome.transient:
+                        assert outcome.verdict is not None
+                        delay = self.queue.add_rate_limited(key, outcome.verdict.retry_after)
+                        reason = outcome.verdict.reason
+                        log.info("%s/%s: %s; retrying in %.1fs", *key, reason, delay)
+                    else:
+                        self.queue.forget(key)
+                except Exception:
+                    delay = self.queue.add_rate_limited(key)
+                    log.exception("%s/%s: reconcile failed; retrying in %.1fs", *key, delay)
+                finally:
+                    self.queue.done(key)
+        finally:
+            connection.close()
+
+
+def run_with_leader_election(
+    stop: threading.Event,
+    *,
+    config: ControllerSettings | None = None,
+    workers: int = 2,
+    on_change: Callable[[bool], None] | None = None,
+) -> None:
+    """Waits for the leader lock, runs a controller while holding it, until ``stop``."""
+    from django.db import connections
+
+    config = config or controller_settings.from_django()
+
+    def work(resign: threading.Event) -> None:
+        Controller(config, workers=workers).run(resign)
+
+    lock = lock_for(connections["default"].settings_dict, config.lock_path)
+    lead(lock, work, stop, retry_seconds=config.leader_retry_seconds, on_change=on_change)
+
+
+_embedded: tuple[threading.Thread, threading.Event] | None = None
+
+
+def start_in_process() -> threading.Thread:
+    """Starts the controller in a daemon thread of this process (the embedded default)."""
+    global _embedded
+    if _embedded is not None and _embedded[0].is_alive():
+        return _embedded[0]
+    stop = threading.Event()
+
+    def announce(leading: bool) -> None:
+        log.info("controller: %s", "leading" if leading else "stood down")
+
+    thread = threading.Thread(
+        target=run_with_leader_election,
+        args=(stop,),
+        kwargs={"on_change": announce},
+        name="nodus-controller",
+        daemon=True,
+    )
+    thread.start()
+    _embedded = (thread, stop)
+    return thread
+
+
+def stop_in_process(timeout: float = 10.0) -> None:
+    global _embedded
+    if _embedded is not None:
+        thread, stop = _embedded
+        stop.set()
+        thread.join(timeout)
+        _embedded = None

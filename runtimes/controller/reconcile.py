@@ -1,0 +1,234 @@
+"""One reconcile of one TrainingRuntime: inspect its image, write what that says into status.
+
+The verdict of an inspection becomes the ``Verified`` condition (metav1.Condition) and the
+phase: True → Ready (reason ``SignatureVerified`` when a trusted key signed the digest, else
+``DigestResolved``), False → Failed with the typed error's name as reason, Unknown → Pending
+while the registry is away (``Transient``: retried with backoff, never Failed). Writes go through
+the status subresource only, and only when something changed; ``lastTransitionTime`` moves only
+when the condition's status does.
+
+The key fingerprint of a verified signature lives in the Verified condition's message
+(``... signed by trusted key sha256:<hex>``): the contract's status has no field of its own for it.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from runtimes import errors, store
+from runtimes.access import MANAGED_PROJECT
+from runtimes.controller.cosign import TrustedKey
+from runtimes.controller.errors import ImageError, Transient
+from runtimes.controller.inspection import inspect
+from runtimes.controller.reference import parse_reference
+from runtimes.controller.sources import ImageSources
+from runtimes.metadata import now_timestamp
+from runtimes.resources import ResourceType, lookup
+
+log = logging.getLogger("nodus.controller")
+
+Obj = dict[str, Any]
+VERIFIED = "Verified"
+SIGNATURE_VERIFIED = "SignatureVerified"
+DIGEST_RESOLVED = "DigestResolved"
+RECONCILE_ERROR = "ReconcileError"
+PHASE_FOR = {"True": "Ready", "False": "Failed", "Unknown": "Pending"}
+MAX_MESSAGE = 4096
+KIND = "trainingruntimes"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What inspecting one image said: final (True/False) or transient (Unknown)."""
+
+    status: str  # "True" | "False" | "Unknown", as the condition's status
+    reason: str
+    message: str
+    digest: str | None = None
+    user: str | None = None
+    key_fingerprint: str | None = None
+    retry_after: float | None = None
+
+    @property
+    def transient(self) -> bool:
+        return self.status == "Unknown"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    verdict: Verdict | None  # None when the runtime is gone
+    written: bool = False
+    stale: bool = False  # the object moved while we inspected; its own event requeues it
+
+    @property
+    def transient(self) -> bool:
+        return self.verdict is not None and self.verdict.transient
+
+
+def runtime_type() -> ResourceType:
+    rt = lookup(KIND)
+    assert rt is not None, "the TrainingRuntime kind is not registered"
+    return rt
+
+
+def is_managed(obj: Obj) -> bool:
+    return obj.get("metadata", {}).get("namespace") == MANAGED_PROJECT
+
+
+def judge(obj: Obj, sources: ImageSources, trusted_keys: Sequence[TrustedKey]) -> Verdict:
+    """Inspects the runtime's image; every failure becomes a verdict, never an exception."""
+    image = (obj.get("spec") or {}).get("image") or ""
+    managed = is_managed(obj)
+    try:
+        ref = parse_reference(image, require_digest=True)
+        found = inspect(sources.for_reference(ref), ref, trusted_keys, require_signature=managed)
+    except Transient as exc:
+        return Verdict("Unknown", exc.reason, f"{exc}; will retry", retry_after=exc.retry_after)
+    except ImageError as exc:
+        return Verdict("False", exc.reason, _clip(str(exc)))
+    except OSError as exc:  # the layout's disk, say: worth another try, not a verdict
+        return Verdict("Unknown", RECONCILE_ERROR, _clip(f"reading the image failed: {exc}"))
+    if found.verified:
+        message = f"image {found.digest} is signed by trusted key sha256:{found.key_fingerprint}"
+        return Verdict(
+            "True", SIGNATURE_VERIFIED, message, found.digest, found.user, found.key_fingerprint
+        )
+    message = f"image digest {found.digest} resolved; config user {found.user}"
+    return Verdict("True", DIGEST_RESOLVED, message, found.digest, found.user)
+
+
+def desired_status(obj: Obj, verdict: Verdict, now: str) -> Obj:
+    """The status ``verdict`` calls for, starting from the object's current status."""
+    old = obj.get("status") if isinstance(obj.get("status"), dict) else {}
+    assert isinstance(old, dict)
+    generation = obj["metadata"].get("generation")
+    if (
+        verdict.transient
+        and old.get("observedGeneration") == generation
+        and old.get("phase") in ("Ready", "Failed")
+    ):
+        # The registry being away says nothing new about an image already judged at this
+        # generation: keep the verdict, retry later.
+        return copy.deepcopy(old)
+    conditions = [c for c in old.get("conditions") or [] if isinstance(c, dict)]
+    previous = next((c for c in conditions if c.get("type") == VERIFIED), None)
+    changed = previous is None or previous.get("status") != verdict.status
+    condition = {
+        "type": VERIFIED,
+        "status": verdict.status,
+        "reason": verdict.reason,
+        "message": verdict.message,
+        "observedGeneration": generation,
+        "lastTransitionTime": (
+            (previous or {}).get("lastTransitionTime") or now if not changed else now
+        ),
+    }
+    if previous is None:
+        conditions.append(condition)
+    else:
+        conditions = [condition if c is previous else c for c in conditions]
+    status = copy.deepcopy(old)
+    status.update(
+        phase=PHASE_FOR[verdict.status], observedGeneration=generation, conditions=conditions
+    )
+    if verdict.status == "True":
+        status["imageDigest"], status["imageUser"] = verdict.digest, verdict.user
+    else:
+        # imageDigest is "the verified digest": nothing is verified now.
+        status.pop("imageDigest", None)
+        status.pop("imageUser", None)
+    return status
+
+
+def _identity(obj: Obj) -> tuple[str, int, str]:
+    meta = obj.get("metadata", {})
+    image = (obj.get("spec") or {}).get("image")
+    return str(meta.get("uid", "")), int(meta.get("generation", 0)), str(image or "")
+
+
+def _clip(message: str) -> str:
+    return message if len(message) <= MAX_MESSAGE else message[: MAX_MESSAGE - 1] + "…"
+
+
+class Reconciler:
+    """Reconciles runtimes by key, remembering the last final verdict per (uid, generation).
+
+    The memory spares a registry round trip when the event is our own status write; a resync
+    asks for ``fresh`` verdicts, so a signature or image removed later is still noticed.
+    """
+
+    def __init__(
+        self,
+        sources: ImageSources,
+        trusted_keys: Callable[[], Sequence[TrustedKey]],
+        clock: Callable[[], str] = now_timestamp,
+    ) -> None:
+        self.sources = sources
+        self.trusted_keys = trusted_keys
+        self.clock = clock
+        self._verdicts: dict[tuple[str, str], tuple[tuple[str, int, str], Verdict]] = {}
+
+    def forget(self, namespace: str, name: str) -> None:
+        self._verdicts.pop((namespace, name), None)
+
+    def forget_all(self) -> None:
+        self._verdicts.clear()
+
+    def reconcile(self, namespace: str, name: str, *, fresh: bool = False) -> Outcome:
+        rt = runtime_type()
+        key = (namespace, name)
+        try:
+            obj = store.get(rt, namespace, name)
+        except errors.ApiError as exc:
+            if exc.reason != "NotFound":
+                raise
+            self.forget(namespace, name)
+            return Outcome(None)
+        identity = _identity(obj)
+        cached = self._verdicts.get(key)
+        if not fresh and cached is not None and cached[0] == identity:
+            verdict = cached[1]
+        else:
+            verdict = judge(obj, self.sources, self.trusted_keys())
+            if verdict.transient:
+                self._verdicts.pop(key, None)
+            else:
+                self._verdicts[key] = (identity, verdict)
+        return self.write_status(rt, obj, identity, verdict)
+
+    def write_status(
+        self, rt: ResourceType, obj: Obj, identity: tuple[str, int, str], verdict: Verdict
+    ) -> Outcome:
+        meta = obj["metadata"]
+        if desired_status(obj, verdict, self.clock()) == obj.get("status"):
+            return Outcome(verdict)
+        stale = False
+
+        def change(current: Obj) -> Obj:
+            nonlocal stale
+            stale = _identity(current) != identity
+            if not stale:
+                current["status"] = desired_status(current, verdict, self.clock())
+            return current
+
+        try:
+            result = store.mutate(rt, meta["namespace"], meta["name"], change, subresource="status")
+        except errors.ApiError as exc:
+            if exc.reason != "NotFound":
+                raise
+            self.forget(meta["namespace"], meta["name"])
+            return Outcome(None)
+        if result.changed:
+            log.info(
+                "%s/%s generation %s: %s %s",
+                meta["namespace"],
+                meta["name"],
+                identity[1],
+                PHASE_FOR[verdict.status],
+                verdict.reason,
+            )
+        return Outcome(verdict, written=result.changed, stale=stale)
