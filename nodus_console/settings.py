@@ -193,3 +193,12 @@ LOGGING = {
         "django.request": {"handlers": ["console"], "level": "ERROR", "propagate": False},
     },
 }
+
+# The verification controller (read by runtimes.controller.settings). Registries off the
+# allow-list are never contacted; images under registry.nodus.dev come from the local image
+# layout that `manage.py seed` fills. Trusted keys default to the key pair the seed generates.
+NODUS_REGISTRY_ALLOW = os.environ.get("NODUS_REGISTRY_ALLOW", "")
+NODUS_REGISTRY_CREDENTIALS = os.environ.get("NODUS_REGISTRY_CREDENTIALS", "")
+NODUS_TRUSTED_KEYS = os.environ.get("NODUS_TRUSTED_KEYS", str(DATA_DIR / "keys" / "cosign.pub"))
+NODUS_IMAGE_LAYOUT = os.environ.get("NODUS_IMAGE_LAYOUT", str(DATA_DIR / "oci-layout"))
+NODUS_CONTROLLER_RESYNC_SECONDS = float(os.environ.get("NODUS_CONTROLLER_RESYNC_SECONDS", 300))

@@ -102,9 +102,10 @@ def from_django() -> ControllerSettings:
 
     data_dir = Path(settings.DATA_DIR)
     allowed = split_list(getattr(settings, "NODUS_REGISTRY_ALLOW", ""))
-    keys = split_list(getattr(settings, "NODUS_TRUSTED_KEYS", None))
-    if not keys and not getattr(settings, "NODUS_TRUSTED_KEYS", None):
-        keys = [str(default_key_dir(data_dir) / "cosign.pub")]
+    # Unset means the embedded default's own key; set to "" to trust no key at all.
+    keys = split_list(
+        getattr(settings, "NODUS_TRUSTED_KEYS", str(default_key_dir(data_dir) / "cosign.pub"))
+    )
     return ControllerSettings(
         registry=RegistrySettings(
             allowed_registries=frozenset(allowed),
