@@ -1,0 +1,89 @@
+"""A live daphne for the benchmarks: `manage.py serve` on a free loopback port, SQLite, no seed.
+
+The admin, the demo project and a bearer token are made in this process first (the same
+database file), so requests authenticate the way kubectl's do.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass
+class LiveServer:
+    url: str
+    token: str
+    namespace: str
+    log: Path
+
+    def client(self) -> httpx.Client:
+        return httpx.Client(
+            base_url=self.url, headers={"Authorization": f"Bearer {self.token}"}, timeout=30
+        )
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def prepare_database() -> tuple[str, str]:
+    """Migrates, makes the admin, its project and a token; returns (token, namespace)."""
+    from django.core.management import call_command
+
+    from runtimes.bootstrap import ensure_admin, ensure_demo_project
+    from runtimes.tokens import create_token
+
+    call_command("migrate", interactive=False, verbosity=0)
+    admin, _password, _generated = ensure_admin()
+    project = ensure_demo_project(admin)
+    return create_token(admin, "bench")[1], project.name
+
+
+@contextmanager
+def live_server(data_dir: Path) -> Iterator[LiveServer]:
+    token, namespace = prepare_database()
+    port = free_port()
+    log = data_dir / "daphne.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "manage.py", "serve", "--no-seed", "--port", str(port)],
+            cwd=ROOT,
+            env=os.environ.copy(),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+        url = f"http://127.0.0.1:{port}"
+        try:
+            deadline = time.monotonic() + 60
+            while True:
+                if process.poll() is not None:
+                    raise RuntimeError(f"daphne exited: see {log}\n{log.read_text()[-2000:]}")
+                try:
+                    if httpx.get(f"{url}/livez", timeout=1).status_code == 200:
+                        break
+                except httpx.TransportError:
+                    pass
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"daphne did not answer /livez within 60 s: see {log}")
+                time.sleep(0.1)
+            yield LiveServer(url, token, namespace, log)
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
