@@ -120,16 +120,23 @@ def label_value_errors(value: str) -> list[str]:
     return errors
 
 
+def _shown(value: Any) -> Any:
+    """Objects and arrays are named by type: they may be large, or hold keys JSON cannot render."""
+    if isinstance(value, dict):
+        return "object"
+    return "array" if isinstance(value, list) else value
+
+
 def validate_name(name: Any, path: str = "metadata.name") -> list[FieldError]:
     if not isinstance(name, str):
-        return [invalid(path, name, "must be a string")]
+        return [invalid(path, _shown(name), "must be a string")]
     return [invalid(path, name, message) for message in dns1123_subdomain_errors(name)]
 
 
 def validate_generate_name(prefix: Any, path: str = "metadata.generateName") -> list[FieldError]:
     """A prefix is valid when it would be a valid name once random characters follow it."""
     if not isinstance(prefix, str):
-        return [invalid(path, prefix, "must be a string")]
+        return [invalid(path, _shown(prefix), "must be a string")]
     # apimachinery masks one trailing dash, which the random suffix will follow.
     masked = prefix[:-1] + "a" if prefix.endswith("-") else prefix
     return [invalid(path, prefix, message) for message in dns1123_subdomain_errors(masked)]
@@ -137,7 +144,7 @@ def validate_generate_name(prefix: Any, path: str = "metadata.generateName") -> 
 
 def validate_namespace(namespace: Any, path: str = "metadata.namespace") -> list[FieldError]:
     if not isinstance(namespace, str):
-        return [invalid(path, namespace, "must be a string")]
+        return [invalid(path, _shown(namespace), "must be a string")]
     return [invalid(path, namespace, message) for message in dns1123_label_errors(namespace)]
 
 
@@ -150,13 +157,16 @@ def _string_map(value: Any, path: str) -> tuple[dict[str, str], list[FieldError]
     if value is None:
         return {}, []
     if not isinstance(value, dict):
-        return {}, [invalid(path, value, "must be a map of string keys to string values")]
+        return {}, [invalid(path, _shown(value), "must be a map of string keys to string values")]
     errors = [
-        invalid(f"{path}[{key}]", item, "must be a string")
+        invalid(path, key, "keys must be strings")
+        if not isinstance(key, str)
+        else invalid(f"{path}[{key}]", _shown(item), "must be a string")
         for key, item in value.items()
-        if not isinstance(item, str)
+        if not isinstance(key, str) or not isinstance(item, str)
     ]
-    return {k: v for k, v in value.items() if isinstance(v, str)}, errors
+    pairs = {k: v for k, v in value.items() if isinstance(k, str) and isinstance(v, str)}
+    return pairs, errors
 
 
 def validate_labels(labels: Any, path: str = "metadata.labels") -> list[FieldError]:
@@ -182,11 +192,11 @@ def validate_finalizers(finalizers: Any, path: str = "metadata.finalizers") -> l
     if finalizers is None:
         return []
     if not isinstance(finalizers, list):
-        return [invalid(path, finalizers, "must be a list of strings")]
+        return [invalid(path, _shown(finalizers), "must be a list of strings")]
     errors: list[FieldError] = []
     for index, finalizer in enumerate(finalizers):
         if not isinstance(finalizer, str):
-            errors.append(invalid(f"{path}[{index}]", finalizer, "must be a string"))
+            errors.append(invalid(f"{path}[{index}]", _shown(finalizer), "must be a string"))
             continue
         errors.extend(invalid(path, finalizer, m) for m in qualified_name_errors(finalizer))
     return errors

@@ -90,8 +90,9 @@ def parameters_errors(spec: dict[str, Any]) -> list[FieldError]:
         return []  # absent, or a type error the structural check reports
     try:
         size = len(orjson.dumps(schema))
-    except orjson.JSONEncodeError:
-        return [fe.invalid(_PATH, "object", "is nested too deeply (at most 254 levels)")]
+    except orjson.JSONEncodeError as error:
+        # orjson refuses non-string keys and more than 254 levels of nesting.
+        return [fe.invalid(_PATH, "object", f"is not a JSON document we can store: {error}")]
     if size > PARAMETERS_MAX_BYTES:
         return [fe.too_long(_PATH, PARAMETERS_MAX_BYTES)]
     errors = _meta_schema_errors(schema)
@@ -125,6 +126,11 @@ def _defaults_errors(spec: dict[str, Any], schema: dict[str, Any]) -> list[Field
     values = defaults.get("parameters") if isinstance(defaults, dict) else None
     if not isinstance(values, dict):
         return []
+    try:
+        orjson.dumps(values)
+    except orjson.JSONEncodeError as error:
+        path = "spec.defaults.parameters"
+        return [fe.invalid(path, "object", f"is not a JSON document we can store: {error}")]
     try:
         return parameter_errors(schema, values, "spec.defaults.parameters", enforce_required=False)
     except Exception as error:  # a pathological schema must give a 422, never a 500

@@ -29,7 +29,7 @@ def spec_warnings(spec: Any, catalog: AcceleratorCatalog) -> list[str]:
     """Soft problems: accepted specs that will probably not behave as their author expects."""
     if not isinstance(spec, dict):
         return []
-    task = spec.get("task")
+    task = spec.get("task") if isinstance(spec.get("task"), str) else None
     requires = _dict(spec, "requires")
     estimate = _dict(spec, "estimate")
     warnings: list[str] = []

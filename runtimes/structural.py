@@ -62,9 +62,8 @@ def _has_type(node: Field, value: Any) -> bool:
 def structural_errors(value: Any, node: Field, path: str) -> list[FieldError]:
     """Every structural problem of `value` (which is set, i.e. not None) against `node`."""
     if not _has_type(node, value):
-        if node.type in ("object", "map", "array"):
-            return [fe.invalid(path, _type_name(value), expected_type(node))]
-        return [fe.invalid(path, value, expected_type(node))]
+        shown = _type_name(value) if node.type in ("object", "map", "array") else shown_value(value)
+        return [fe.invalid(path, shown, expected_type(node))]
     if node.type == "object":
         return _object_errors(value, node, path)
     if node.type == "map":
@@ -85,6 +84,12 @@ def _type_name(value: Any) -> str:
         if isinstance(value, python_type):
             return name
     return "number"
+
+
+def shown_value(value: Any) -> Any:
+    """Scalars as they are; objects and arrays by their type name, since they may be large (or,
+    from YAML, have keys JSON cannot render)."""
+    return _type_name(value) if isinstance(value, dict | list) else value
 
 
 def _object_errors(value: dict[str, Any], node: Field, path: str) -> list[FieldError]:
