@@ -1,0 +1,196 @@
+"""One watch, whatever carries it: the plan made before streaming and the events that follow.
+
+`plan_watch` does everything that can fail with an HTTP status (authorization, options,
+selectors, the start point) before the first byte goes out. `watch_events` then yields
+`{"type", "object"}` dicts: synthetic ADDED events for the initial state, the end-of-initial-
+events BOOKMARK, then the hub's changes typed against the selectors (an object entering the
+selection is ADDED, one leaving it is DELETED with its previous content and the new revision),
+periodic BOOKMARKs, and ERROR to end a watch that can no longer be served. The HTTP view
+writes them as JSON lines, the WebSocket consumer as text frames.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import random
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from runtimes import access, compaction, errors, hub, store
+from runtimes.api import tables
+from runtimes.api.listing import list_page, readable_namespaces, wait_for_revision
+from runtimes.api.listoptions import ListOptions, Selection, parse_list_options
+from runtimes.resources import ResourceType
+
+Obj = dict[str, Any]
+INITIAL_EVENTS_END = "k8s.io/initial-events-end"
+# kube-apiserver sends a bookmark about once a minute.
+BOOKMARK_SECONDS = 60.0
+# Without timeoutSeconds kube ends a watch after a random 30-60 minutes, spreading re-watches.
+DEFAULT_TIMEOUT = (1800.0, 3600.0)
+
+
+@dataclass
+class WatchPlan:
+    rt: ResourceType
+    namespace: str | None
+    opts: ListOptions
+    start_after: int  # stream changes with revisions after this one
+    initial: list[Obj] = field(default_factory=list)
+    initial_end_bookmark: bool = False
+    too_old: int | None = None  # the start point was compacted: the stream is one ERROR
+    table_version: str | None = None  # "v1" / "v1beta1" for meta.k8s.io Table events
+
+    @property
+    def timeout(self) -> float:
+        if self.opts.timeout_seconds:
+            return float(self.opts.timeout_seconds)
+        return random.uniform(*DEFAULT_TIMEOUT)
+
+
+def plan_watch(
+    rt: ResourceType,
+    user: Any,
+    namespace: str | None,
+    query: Any,
+    table_version: str | None = None,
+) -> WatchPlan:
+    """Checks and resolves a watch request (sync: it reads the database)."""
+    access.authorize(user, "watch", rt, namespace or "")
+    if namespace is not None:
+        store.ensure_namespace(rt, namespace)
+    opts = parse_list_options(rt, query, readable_namespaces(rt, user, namespace), watch=True)
+    plan = WatchPlan(rt, namespace, opts, 0, table_version=table_version)
+    wanted = opts.revision
+    send_initial = opts.send_initial_events
+    if send_initial is None:
+        # Legacy start points: unset/"0" list first, N means "changes after N". kube 1.34+
+        # treats the first as a watch-list, ending the initial events with a bookmark.
+        send_initial = not wanted
+    if send_initial:
+        if wanted:
+            wait_for_revision(wanted)
+        page = list_page(rt, namespace, ListOptions(selection=opts.selection))
+        plan.initial, plan.start_after = page.items, page.revision
+        plan.initial_end_bookmark = opts.allow_bookmarks
+        return plan
+    if wanted is None:
+        plan.start_after = store.current_revision()
+        return plan
+    wait_for_revision(wanted)
+    plan.start_after = wanted
+    if compaction.is_expired(wanted):
+        plan.too_old = wanted
+    return plan
+
+
+def typed(event: hub.HubEvent, selection: Selection) -> tuple[str, Obj] | None:
+    """The watch event a change is for this selection (cache_watcher.go's convertToWatchEvent)."""
+    if event.type == "DELETED":
+        return ("DELETED", event.object) if selection.matches(event.object) else None
+    now = selection.matches(event.object)
+    before = event.previous is not None and selection.matches(event.previous)
+    if now:
+        return ("MODIFIED" if before else "ADDED", event.object)
+    if before:
+        assert event.previous is not None
+        gone = copy.deepcopy(event.previous)
+        gone["metadata"]["resourceVersion"] = str(event.revision)
+        return ("DELETED", gone)
+    return None
+
+
+class Encoder:
+    """Turns objects into watch events, as plain objects or one-row Tables."""
+
+    def __init__(self, plan: WatchPlan) -> None:
+        self.rt = plan.rt
+        self.version = plan.table_version
+        self.include = plan.opts.include_object
+        self.columns_sent = False
+
+    def _table(self, obj: Obj, include: str) -> Obj:
+        table = tables.table(
+            self.rt,
+            [obj],
+            self.version or "v1",
+            {"resourceVersion": obj["metadata"].get("resourceVersion", "")},
+            include,
+            with_columns=not self.columns_sent,
+        )
+        self.columns_sent = True
+        return table
+
+    def event(self, type_: str, obj: Obj) -> Obj:
+        if self.version is None:
+            return {"type": type_, "object": obj}
+        return {"type": type_, "object": self._table(obj, self.include)}
+
+    def bookmark(self, revision: int, initial_end: bool = False) -> Obj:
+        meta: Obj = {"resourceVersion": str(revision)}
+        if initial_end:
+            meta["annotations"] = {INITIAL_EVENTS_END: "true"}
+        obj = {"kind": self.rt.kind, "apiVersion": self.rt.api_version, "metadata": meta}
+        if self.version is None:
+            return {"type": "BOOKMARK", "object": obj}
+        # The row's object stays PartialObjectMetadata so the annotation survives.
+        return {"type": "BOOKMARK", "object": self._table(obj, "Metadata")}
+
+    @staticmethod
+    def error(error: errors.ApiError) -> Obj:
+        return {"type": "ERROR", "object": error.status()}
+
+
+def too_slow(limit: int) -> errors.ApiError:
+    return errors.ApiError(
+        "Expired",
+        f"watch closed: the watcher fell more than {limit} events behind",
+        fix="Watch again from the last resourceVersion you received (client-go and the Python "
+        "client do), or list again.",
+    )
+
+
+async def watch_events(plan: WatchPlan) -> AsyncIterator[Obj]:
+    """The events of one watch, until it times out, the client goes or it cannot go on."""
+    encoder = Encoder(plan)
+    if plan.too_old is not None:
+        yield encoder.error(compaction.too_old(plan.too_old))
+        return
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + plan.timeout
+    for obj in plan.initial:
+        yield encoder.event("ADDED", obj)
+    if plan.initial_end_bookmark:
+        yield encoder.bookmark(plan.start_after, initial_end=True)
+    selection = plan.opts.selection
+    bookmarks = plan.opts.allow_bookmarks
+    next_bookmark = loop.time() + BOOKMARK_SECONDS
+    async with hub.subscribe(
+        plan.start_after, plan.rt.key, plan.namespace if plan.rt.namespaced else None
+    ) as changes:
+        while True:
+            now = loop.time()
+            if now >= deadline:
+                if bookmarks:
+                    yield encoder.bookmark(changes.cursor)
+                return
+            wait = deadline - now
+            if bookmarks:
+                wait = min(wait, max(next_bookmark - now, 0.0))
+            try:
+                batch = await changes.next_batch(wait)
+            except hub.TooOld as exc:
+                yield encoder.error(compaction.too_old(exc.revision))
+                return
+            except hub.TooSlow:
+                yield encoder.error(too_slow(changes.hub.ring_size))
+                return
+            for event in batch:
+                result = typed(event, selection)
+                if result is not None:
+                    yield encoder.event(*result)
+            if bookmarks and loop.time() >= next_bookmark:
+                yield encoder.bookmark(changes.cursor)
+                next_bookmark = loop.time() + BOOKMARK_SECONDS

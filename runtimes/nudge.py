@@ -1,0 +1,129 @@
+"""Cross-process revision nudges over the Channels layer.
+
+Every process reads the same event log; a nudge only says "there is something new, read it".
+A process that commits a write sends its revision to the group `nodus.revisions`; every other
+process's hub wakes and re-reads the log from its last delivered revision, so all workers
+deliver the same ordered stream. A lost nudge costs latency, never correctness: hubs also poll.
+
+With the in-memory layer (the embedded default: one process) there is nobody to nudge, so the
+nudger stays idle. The hub runs its own event loop in its own thread, so it gets its own layer
+instance and its own thread rather than sharing a layer bound to daphne's loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import threading
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+log = logging.getLogger("nodus.hub")
+
+GROUP = "nodus.revisions"
+MESSAGE_TYPE = "nodus.revision"
+# channels-redis forgets group members after a day; re-joining now and then keeps us in.
+REJOIN_SECONDS = 600.0
+
+
+def _layer() -> Any | None:
+    from channels.layers import InMemoryChannelLayer, channel_layers
+
+    try:
+        layer = channel_layers.make_backend("default")
+    except Exception:  # no CHANNEL_LAYERS configured: single process, nothing to do
+        log.debug("no channel layer configured; revision nudges are off")
+        return None
+    if isinstance(layer, InMemoryChannelLayer):
+        return None
+    return layer
+
+
+class Nudger:
+    """Sends this process's revisions and wakes the hub on other processes' ones.
+
+    Runs its own event loop in its own thread (only when a cross-process layer is set up).
+    """
+
+    def __init__(self, on_nudge: Callable[[int], None]) -> None:
+        self.origin = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self.on_nudge = on_nudge
+        self.layer: Any | None = None
+        self._pending = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._wake: asyncio.Event | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def enabled(self) -> bool:
+        return self.layer is not None
+
+    def start(self) -> None:
+        self.layer = _layer()
+        if self.layer is None or self._thread is not None:
+            return
+        ready = threading.Event()
+        self._thread = threading.Thread(
+            target=lambda: asyncio.run(self._run(ready)), name="nodus-nudge", daemon=True
+        )
+        self._thread.start()
+        ready.wait(5)
+
+    def stop(self) -> None:
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            for task in asyncio.all_tasks(loop):
+                loop.call_soon_threadsafe(task.cancel)
+
+    def note_local(self, revision: int) -> None:
+        """Called (from any thread) when this process committed `revision`."""
+        loop, wake = self._loop, self._wake
+        if loop is None or wake is None or loop.is_closed():
+            return
+        self._pending = max(self._pending, revision)
+        loop.call_soon_threadsafe(wake.set)
+
+    async def _run(self, ready: threading.Event) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._wake = asyncio.Event()
+        ready.set()
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.gather(self._send_forever(), self._receive_forever())
+
+    async def _send_forever(self) -> None:
+        assert self._wake is not None
+        assert self.layer is not None
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            revision, self._pending = self._pending, 0
+            if not revision:
+                continue
+            message = {"type": MESSAGE_TYPE, "revision": revision, "origin": self.origin}
+            try:
+                await self.layer.group_send(GROUP, message)
+            except Exception:  # the layer being down must not stop local delivery
+                log.warning("could not send revision nudge %s", revision, exc_info=True)
+
+    async def _receive_forever(self) -> None:
+        assert self.layer is not None
+        channel = await self.layer.new_channel("nodus-hub.")
+        joined_at = -REJOIN_SECONDS
+        loop = asyncio.get_running_loop()
+        while True:
+            try:
+                if loop.time() - joined_at >= REJOIN_SECONDS:
+                    await self.layer.group_add(GROUP, channel)
+                    joined_at = loop.time()
+                message = await asyncio.wait_for(self.layer.receive(channel), REJOIN_SECONDS)
+            except TimeoutError:
+                continue
+            except Exception:
+                log.warning("revision nudge receive failed; retrying", exc_info=True)
+                await asyncio.sleep(1.0)
+                continue
+            if message.get("origin") != self.origin:
+                self.on_nudge(int(message.get("revision") or 0))
