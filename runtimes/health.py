@@ -73,7 +73,8 @@ def hub_lag() -> int | None:
     """Revisions committed to the log that this process's hub has not read yet.
 
     None when there is no hub in this process (nothing to lag). Reads `runtimes.hub.lag()`
-    when the hub offers it, else compares `runtimes.hub.last_revision()` with the log.
+    when the hub offers it, else compares `runtimes.hub.last_revision()` (the newest revision
+    the hub has read, None before it starts) with the log.
     """
     try:
         # import_module (not `from runtimes import hub`) so a test can stand a hub in.
@@ -87,9 +88,12 @@ def hub_lag() -> int | None:
         value = lag()
         return None if value is None else int(value)
     last = getattr(hub, "last_revision", None)
-    if not callable(last):
-        return None
-    seen = last()
+    if callable(last):
+        seen = last()
+    else:
+        # Until the hub offers last_revision(): its process-wide instance, if one started.
+        running = getattr(hub, "_hub", None)
+        seen = getattr(running, "last", None)
     if seen is None:
         return None
     return max(0, _current_revision() - int(seen))
