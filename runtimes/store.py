@@ -279,9 +279,14 @@ def update(
 
 
 def _rv_required() -> Any:
-    from runtimes.fielderrors import invalid
+    from runtimes.fielderrors import FieldError
 
-    return invalid("metadata.resourceVersion", "0x0", "must be specified for an update")
+    # kube renders the Go zero value unquoted (%#v of a uint64), not as the string "0x0".
+    return FieldError(
+        "metadata.resourceVersion",
+        "FieldValueInvalid",
+        "Invalid value: 0x0: must be specified for an update",
+    )
 
 
 def mutate(
