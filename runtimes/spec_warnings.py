@@ -20,7 +20,9 @@ def _dict(value: Any, key: str) -> dict[str, Any]:
 
 
 def _reachable_classes(gpu: dict[str, Any], catalog: AcceleratorCatalog) -> set[str]:
-    entries = gpu.get("type") if isinstance(gpu.get("type"), list) else []
+    entries = gpu.get("type")
+    if not isinstance(entries, list):
+        return set()
     exact = gpu.get("exact") is True
     return set().union(*(classes_for(e, catalog, exact) for e in entries if isinstance(e, str)))
 
