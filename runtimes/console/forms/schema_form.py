@@ -1,0 +1,88 @@
+"""A generated form's whole round trip: prefill, read a submission, edit arrays, validate.
+
+The baseline is what a fresh form shows (the schema's defaults under the runtime's default
+parameters); `changed` is what the user moved away from it, which is all a TrainingJob needs to
+carry because the runtime merges its defaults back under the job's values.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from runtimes.compile import deep_merge
+from runtimes.console.forms import keys, values
+from runtimes.console.forms.nodes import Node, attach, build, walk
+from runtimes.console.forms.values import MISSING, FormData
+from runtimes.parameters import parameter_errors
+
+Schema = dict[str, Any]
+
+
+@dataclass
+class SchemaForm:
+    tree: Node
+    value: dict[str, Any]
+    changed: dict[str, Any]
+    problems: dict[str, list[str]] = field(default_factory=dict)
+    general: list[str] = field(default_factory=list)
+
+    @property
+    def shape(self) -> str:
+        """Which widgets are drawn: if it moves, the page must redraw the form, not just errors."""
+        drawn = "|".join(f"{n.key}:{n.kind}:{n.on}:{n.chosen}" for n in walk(self.tree))
+        return hashlib.sha256(drawn.encode()).hexdigest()[:16]
+
+    @property
+    def valid(self) -> bool:
+        return not self.problems and not self.general
+
+    def nodes(self) -> list[Node]:
+        return list(walk(self.tree))
+
+
+def baseline(schema: Schema, defaults: dict[str, Any] | None) -> dict[str, Any]:
+    start = values.prefill(schema, schema)
+    start = start if isinstance(start, dict) else {}
+    return deep_merge(start, defaults or {})
+
+
+def initial(schema: Schema, defaults: dict[str, Any] | None) -> SchemaForm:
+    value = baseline(schema, defaults)
+    return _finish(schema, value, value, {}, validate=False)
+
+
+def submitted(schema: Schema, defaults: dict[str, Any] | None, data: FormData) -> SchemaForm:
+    problems: dict[str, list[str]] = {}
+    picks: dict[str, int] = {}
+    value = values.read(schema, schema, data, keys.ROOT, problems, picks=picks)
+    value = value if isinstance(value, dict) else {}
+    op = str(data.get("_op") or "")
+    if ":" in op:
+        verb, target = op.split(":", 1)
+        if verb in ("add", "remove", "up", "down") and target.startswith(keys.ROOT):
+            value = values.edit_array(value, target, verb)
+            value = values.fill_new_items(schema, schema, value)
+    return _finish(schema, value, baseline(schema, defaults), problems, True, picks)
+
+
+def _finish(
+    schema: Schema,
+    value: dict[str, Any],
+    base: dict[str, Any],
+    problems: dict[str, list[str]],
+    validate: bool,
+    picks: dict[str, int] | None = None,
+) -> SchemaForm:
+    if validate:
+        try:
+            for error in parameter_errors(schema, value, "parameters"):
+                key = keys.key_for_field(error.field)
+                problems.setdefault(key, []).append(error.message)
+        except Exception as exc:
+            problems.setdefault(keys.ROOT, []).append(f"the schema could not be applied: {exc}")
+    tree = build(schema, schema, value, picks=picks)
+    general = attach(tree, problems)
+    changed = values.changes(value, base)
+    return SchemaForm(tree, value, {} if changed is MISSING else changed, problems, general)

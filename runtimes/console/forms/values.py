@@ -1,0 +1,377 @@
+"""Values in and out of a generated form: prefill, reading a submission, changes, array edits.
+
+`read` walks the schema the same way `nodes.build` draws it, so every widget's name is read
+back by the rule that wrote it. Text that cannot become the field's type (``abc`` for an
+integer) is reported at the field as a problem and left out of the value; everything else is
+left to jsonschema, which is the authority.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from runtimes.console.forms import keys
+from runtimes.console.forms.resolve import (
+    Schema,
+    Unrenderable,
+    effective,
+    kind_of,
+    variant_for,
+    variants,
+)
+
+MAX_DEPTH = 8  # deeper (recursive) schemas fall back to a JSON textarea
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "MISSING"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+MISSING: Any = _Missing()
+
+
+class FormData(Protocol):
+    def get(self, key: str, default: Any = None) -> Any: ...
+    def getlist(self, key: str) -> list[str]: ...
+    def __contains__(self, key: object) -> bool: ...
+
+
+def widget_kind(node: Schema, depth: int) -> str:
+    """The widget a node gets; both drawing and reading ask here, so they always agree."""
+    if depth >= MAX_DEPTH:
+        return "json"
+    kind = kind_of(node)
+    if kind == "object" and not node.get("properties"):
+        return "json"  # free-form objects (maps) are edited as JSON
+    if kind == "array" and "prefixItems" in node:
+        return "json"
+    return kind
+
+
+def drawn(data: FormData, key: str) -> bool:
+    """Whether the submitted form had any widget for `key` (a field an `if` just added had not)."""
+    prefix = key + "."
+    return any(name == key or name.startswith(prefix) for name in data)
+
+
+def prefill(schema: Any, root: Schema, depth: int = 0, force: bool = False) -> Any:
+    """What a fresh form shows: the node's default, else its children's defaults.
+
+    An optional object without a default is left out unless every property it requires has a
+    default (so a fresh form never starts invalid); `force` includes it anyway (the user just
+    switched it on).
+    """
+    try:
+        node = effective(schema, root)
+    except Unrenderable:
+        return MISSING
+    if node.get("readOnly"):
+        return MISSING  # the server's to set: a form never sends it
+    if "default" in node:
+        return copy.deepcopy(node["default"])
+    if "const" in node:
+        return node["const"]
+    kind = widget_kind(node, depth)
+    if kind == "union":
+        branches = variants(node, root) or []
+        if force and branches:
+            return prefill(branches[0], root, depth + 1, force=True)
+        return MISSING
+    if kind != "object":
+        return MISSING
+    value: dict[str, Any] = {}
+    for name, sub in (node.get("properties") or {}).items():
+        required = name in (node.get("required") or [])
+        inner = prefill(sub, root, depth + 1, force=required)
+        if inner is not MISSING:
+            value[name] = inner
+    missing_required = [n for n in node.get("required") or [] if n not in value]
+    if missing_required and not force:
+        return MISSING
+    return value if (value or force) else MISSING
+
+
+def _scalar(kind: str, raw: str, key: str, problems: dict[str, list[str]]) -> Any:
+    if kind == "integer":
+        try:
+            return int(raw)
+        except ValueError:
+            try:
+                number = float(raw)
+            except ValueError:
+                number = None
+            if number is not None and number.is_integer():
+                return int(number)
+            problems.setdefault(key, []).append(f"{raw!r} is not a whole number")
+            return MISSING
+    if kind == "number":
+        try:
+            return int(raw)
+        except ValueError:
+            try:
+                return float(raw)
+            except ValueError:
+                problems.setdefault(key, []).append(f"{raw!r} is not a number")
+                return MISSING
+    return raw
+
+
+def read(
+    schema: Any,
+    root: Schema,
+    data: FormData,
+    key: str = keys.ROOT,
+    problems: dict[str, list[str]] | None = None,
+    depth: int = 0,
+    in_array: bool = False,
+    picks: dict[str, int] | None = None,
+) -> Any:
+    """The JSON value the submitted form describes under `key` (MISSING when left unset).
+
+    `picks` collects the variant chosen for each union, which the value alone may not tell
+    (an empty string form of an integer-or-string union).
+    """
+    problems = problems if problems is not None else {}
+    picks = picks if picks is not None else {}
+    try:
+        node = effective(schema, root)
+    except Unrenderable:
+        return _read_json(data, key, problems)
+    kind = widget_kind(node, depth)
+    if node.get("readOnly"):
+        return MISSING
+    if kind == "json":
+        return _read_json(data, key, problems)
+    if kind == "const":
+        return node["const"] if f"{key}.$const" in data or depth == 0 or in_array else MISSING
+    if kind == "enum":
+        raw = data.get(key)
+        if raw in (None, ""):
+            return MISSING
+        try:
+            return json.loads(raw)
+        except ValueError:
+            return raw
+    if kind == "boolean":
+        if f"{key}.$bool" in data:  # a checkbox: absent means false
+            return key in data
+        raw = data.get(key)
+        return {"true": True, "false": False}.get(raw or "", MISSING)
+    if kind == "null":
+        return None if f"{key}.$null" in data else MISSING
+    if kind in ("string", "integer", "number"):
+        raw = data.get(key)
+        if raw is None or (raw == "" and not in_array):
+            return MISSING
+        if raw == "":
+            return "" if kind == "string" else None
+        return _scalar(kind, raw, key, problems)
+    if kind == "union":
+        return _read_union(node, root, data, key, problems, depth, picks)
+    if kind == "array":
+        return _read_array(node, root, data, key, problems, depth, picks)
+    return _read_object(schema, root, data, key, problems, depth, picks)
+
+
+def _read_json(data: FormData, key: str, problems: dict[str, list[str]]) -> Any:
+    text = data.get(f"{key}.$json")
+    if text is None or not text.strip():
+        return MISSING
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        problems.setdefault(key, []).append(f"not valid JSON: {exc}")
+        return MISSING
+
+
+def _read_union(
+    node: Schema,
+    root: Schema,
+    data: FormData,
+    key: str,
+    problems: dict[str, list[str]],
+    depth: int,
+    picks: dict[str, int],
+) -> Any:
+    branches = variants(node, root) or []
+    chosen = data.get(f"{key}.$variant")
+    if chosen in (None, "") or not str(chosen).isdigit() or int(chosen) >= len(branches):
+        return MISSING
+    index = int(chosen)
+    picks[key] = index
+    if data.get(f"{key}.$shown") != str(index):
+        # The picker just changed: start the new form from its defaults.
+        return prefill(branches[index], root, depth + 1, force=True)
+    return read(branches[index], root, data, key, problems, depth + 1, True, picks)
+
+
+def _read_array(
+    node: Schema,
+    root: Schema,
+    data: FormData,
+    key: str,
+    problems: dict[str, list[str]],
+    depth: int,
+    picks: dict[str, int],
+) -> Any:
+    items = node.get("items", {})
+    if f"{key}.$multi" in data:  # unique enum items drawn as checkboxes
+        chosen = []
+        for raw in data.getlist(key):
+            try:
+                chosen.append(json.loads(raw))
+            except ValueError:
+                chosen.append(raw)
+        return chosen
+    length = data.get(f"{key}.$len")
+    if length is None or not str(length).isdigit():
+        return MISSING
+    value = []
+    for index in range(int(length)):
+        child = keys.child(key, index)
+        item = read(items, root, data, child, problems, depth + 1, True, picks)
+        value.append(None if item is MISSING else item)
+    return value
+
+
+def _read_object(
+    schema: Any,
+    root: Schema,
+    data: FormData,
+    key: str,
+    problems: dict[str, list[str]],
+    depth: int,
+    picks: dict[str, int],
+) -> Any:
+    if f"{key}.$toggle" in data and f"{key}.$on" not in data:
+        return MISSING
+    if f"{key}.$toggle" in data and f"{key}.$was" not in data:
+        return prefill(schema, root, depth, force=True)  # just switched on
+    value: dict[str, Any] = {}
+    # Two passes: the properties an `if` adds depend on the values of the others.
+    for _ in range(2):
+        node = effective(schema, root, value if value else None)
+        found: dict[str, Any] = {}
+        scratch: dict[str, list[str]] = {}
+        for name, sub in (node.get("properties") or {}).items():
+            if not drawn(data, keys.child(key, name)):
+                fresh = prefill(sub, root, depth + 1, force=name in (node.get("required") or []))
+                if fresh is not MISSING:
+                    found[name] = fresh
+                continue
+            inner = read(sub, root, data, keys.child(key, name), scratch, depth + 1, False, picks)
+            if inner is not MISSING:
+                found[name] = inner
+        extra = _read_json(data, f"{key}.$extra", scratch) if f"{key}.$extra.$json" in data else {}
+        if isinstance(extra, dict):
+            found.update({k: v for k, v in extra.items() if k not in found})
+        value = found
+    for name, messages in scratch.items():
+        problems.setdefault(name, []).extend(messages)
+    return value
+
+
+def changes(value: Any, baseline: Any) -> Any:
+    """What differs from `baseline`: objects key by key, anything else whole (MISSING: none)."""
+    if isinstance(value, Mapping) and isinstance(baseline, Mapping):
+        diff = {}
+        for name, inner in value.items():
+            if name not in baseline:
+                diff[name] = inner
+                continue
+            changed = changes(inner, baseline[name])
+            if changed is not MISSING:
+                diff[name] = changed
+        return diff if diff else MISSING
+    return MISSING if value == baseline else value
+
+
+def edit_array(value: Any, key: str, op: str) -> Any:
+    """Applies an array edit (`add`, `remove`, `up`, `down`) at `key`; returns the new value.
+
+    `add` targets the array's own key; the others target an item's key. The new item is
+    `None` here; the form fills it with the item schema's prefill.
+    """
+    segments = keys.path_of(key)
+    array_path = segments if op == "add" else segments[:-1]
+    box: list[Any] = [copy.deepcopy(value)]
+    container: Any = box
+    slot: Any = 0
+    for position, segment in enumerate(array_path):
+        current = container[slot]
+        if isinstance(current, list) and segment.isdigit() and int(segment) < len(current):
+            container, slot = current, int(segment)
+        elif isinstance(current, dict):
+            if segment not in current:
+                if op != "add":
+                    return box[0]
+                current[segment] = [] if position == len(array_path) - 1 else {}
+            container, slot = current, segment
+        else:
+            return box[0]
+    array = container[slot]
+    if not isinstance(array, list):
+        if op != "add":
+            return box[0]
+        array = container[slot] = []
+    if op == "add":
+        array.append(None)
+        return box[0]
+    index = int(segments[-1]) if segments and segments[-1].isdigit() else -1
+    if not 0 <= index < len(array):
+        return box[0]
+    if op == "remove":
+        array.pop(index)
+    elif op == "up" and index > 0:
+        array[index - 1], array[index] = array[index], array[index - 1]
+    elif op == "down" and index < len(array) - 1:
+        array[index + 1], array[index] = array[index], array[index + 1]
+    return box[0]
+
+
+def fill_new_items(schema: Any, root: Schema, value: Any, depth: int = 0) -> Any:
+    """Replaces the `None` items `edit_array` added with their schema's prefill."""
+    try:
+        node = effective(schema, root, value if isinstance(value, dict) else None)
+    except Unrenderable:
+        return value
+    kind = widget_kind(node, depth)
+    if kind == "array" and isinstance(value, list):
+        items = node.get("items", {})
+        filled = []
+        for item in value:
+            if item is None:
+                fresh = prefill(items, root, depth + 1, force=True)
+                item = _empty_of(items, root) if fresh is MISSING else fresh
+            filled.append(fill_new_items(items, root, item, depth + 1))
+        return filled
+    if kind == "object" and isinstance(value, dict):
+        props = node.get("properties") or {}
+        return {
+            k: fill_new_items(props[k], root, v, depth + 1) if k in props else v
+            for k, v in value.items()
+        }
+    if kind == "union" and value is not None:
+        branches = variants(node, root) or []
+        if branches:
+            branch = branches[variant_for(value, branches, root)]
+            return fill_new_items(branch, root, value, depth + 1)
+    return value
+
+
+def _empty_of(schema: Any, root: Schema) -> Any:
+    try:
+        node = effective(schema, root)
+    except Unrenderable:
+        return None
+    kind = kind_of(node)
+    if kind == "enum":
+        return node["enum"][0] if node.get("enum") else None
+    return {"string": "", "boolean": False, "object": {}, "array": []}.get(kind)
