@@ -75,7 +75,9 @@ def writable_projects(user: User) -> list[str]:
     )
 
 
-def authorize(user: User, verb: str, rt: ResourceType, namespace: str, name: str = "") -> None:
+def authorize(
+    user: User, verb: str, rt: ResourceType, namespace: str, name: str = "", subresource: str = ""
+) -> None:
     if rt.read_only and verb not in READ_VERBS:
         raise errors.ApiError(
             "MethodNotAllowed",
@@ -92,4 +94,5 @@ def authorize(user: User, verb: str, rt: ResourceType, namespace: str, name: str
             rt.group,
             namespace if rt.namespaced else "",
             name,
+            subresource,
         )

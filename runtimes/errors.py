@@ -271,13 +271,21 @@ def bad_request(message: str, fix: str | None = None) -> ApiError:
 
 
 def forbidden(
-    user: str, verb: str, resource: str, group: str, namespace: str, name: str = ""
+    user: str,
+    verb: str,
+    resource: str,
+    group: str,
+    namespace: str,
+    name: str = "",
+    subresource: str = "",
 ) -> ApiError:
     what = f'{gr(resource, group)} "{name}"' if name else gr(resource, group)
     where = f' in the namespace "{namespace}"' if namespace else " at the cluster scope"
+    # RBAC names a subresource as resource/subresource (`trainingruntimes/status`).
+    named = f"{resource}/{subresource}" if subresource else resource
     return ApiError(
         "Forbidden",
-        f'{what} is forbidden: User "{user}" cannot {verb} resource "{resource}" in API group '
+        f'{what} is forbidden: User "{user}" cannot {verb} resource "{named}" in API group '
         f'"{group}"{where}',
         {"name": name, "group": group, "kind": resource},
     )

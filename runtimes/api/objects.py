@@ -112,7 +112,9 @@ class ItemView(KubeView):
     def get(
         self, request: Request, plural: str, name: str, namespace: str | None = None
     ) -> Response:
-        access.authorize(request.user, "get", self.rt, self._namespace(namespace), name)
+        access.authorize(
+            request.user, "get", self.rt, self._namespace(namespace), name, self.subresource
+        )
         obj = self._get_or_explain(namespace, name)
         return listing.object_response(self, request, obj)
 
@@ -128,7 +130,9 @@ class ItemView(KubeView):
         self, request: Request, plural: str, name: str, namespace: str | None = None
     ) -> Response:
         self._check_content_type(request, (media.JSON, media.YAML))
-        access.authorize(request.user, "update", self.rt, self._namespace(namespace), name)
+        access.authorize(
+            request.user, "update", self.rt, self._namespace(namespace), name, self.subresource
+        )
         body = self.body_object(request)
         self.check_identity(body, namespace, name)
         options = write_options(request.query_params, "UpdateOptions")
@@ -152,7 +156,9 @@ class ItemView(KubeView):
         self, request: Request, plural: str, name: str, namespace: str | None = None
     ) -> Response:
         content_type = self._check_content_type(request, media.PATCH_TYPES)
-        access.authorize(request.user, "patch", self.rt, self._namespace(namespace), name)
+        access.authorize(
+            request.user, "patch", self.rt, self._namespace(namespace), name, self.subresource
+        )
         apply = content_type == media.APPLY_PATCH
         options = write_options(request.query_params, "PatchOptions", apply=apply)
         manager = patching.manager_name(
