@@ -1,4 +1,4 @@
-"""Who may do what, as a matrix: every actor × every verb × the project demo and the managed
+"""Who may do what, as a matrix: every actor, every verb, in the project demo and the managed
 project nodus. alice admins demo, bob views it, charlie is an outsider, root is a platform
 admin; everyone signed in reads nodus and only platform admins write there."""
 
