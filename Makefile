@@ -18,6 +18,9 @@ TEST_STAMP := $(VENV)/.installed-test-$(DEPS_HASH)
 PYTEST_WORKERS ?= 2
 PYTEST_ARGS ?=
 PIP := $(PY) -m pip install --disable-pip-version-check --no-input --quiet
+# Some machines point pip at local wheel folders that may be absent; its warnings about them
+# say nothing about the install.
+PIP_QUIET := { grep -v "is ignored: it is neither a file nor a directory" || true; }
 
 .PHONY: help run test lint typecheck pytest pytest-main pytest-browser bench deps test-deps venv-check \
 	system-test-deps clean
@@ -30,7 +33,16 @@ help:
 run: $(RUN_STAMP)
 	$(PY) manage.py serve
 
-test: $(TEST_STAMP) system-test-deps lint typecheck pytest
+# Every step runs even when an earlier one fails, so one CI run shows every problem; the
+# target fails at the end if any step did.
+test: $(TEST_STAMP) system-test-deps
+	@failed=""; \
+	for step in lint typecheck pytest-main pytest-browser; do \
+		echo "== $$step"; \
+		$(MAKE) --no-print-directory $$step || failed="$$failed $$step"; \
+	done; \
+	if [[ -n "$$failed" ]]; then echo "make test FAILED:$$failed" >&2; exit 1; fi; \
+	echo "make test passed"
 
 # A venv made with another interpreter (say 3.11, which would quietly get Django 5) is rebuilt.
 $(VENV)/bin/python:
@@ -48,12 +60,12 @@ venv-check: $(VENV)/bin/python
 # Not a package (no `pip install -e .`): the requirement lists come straight from pyproject.toml.
 $(RUN_STAMP): pyproject.toml | venv-check
 	@$(PY) .ci/requirements.py > $(VENV)/requirements-run.txt
-	$(PIP) -r $(VENV)/requirements-run.txt
+	$(PIP) -r $(VENV)/requirements-run.txt 2>&1 | $(PIP_QUIET)
 	@rm -f $(VENV)/.installed-run-*; touch $@
 
 $(TEST_STAMP): $(RUN_STAMP)
 	@$(PY) .ci/requirements.py test > $(VENV)/requirements-test.txt
-	$(PIP) -r $(VENV)/requirements-test.txt
+	$(PIP) -r $(VENV)/requirements-test.txt 2>&1 | $(PIP_QUIET)
 	@rm -f $(VENV)/.installed-test-*; touch $@
 
 deps: $(RUN_STAMP)
