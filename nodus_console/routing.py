@@ -13,7 +13,10 @@ from channels.security.websocket import AllowedHostsOriginValidator
 
 
 def websocket_routes() -> list[Any]:
-    return []
+    from runtimes.api.watch_ws import websocket_urlpatterns as api_watch
+    from runtimes.console.consumers import websocket_urlpatterns as console_live
+
+    return [*api_watch, *console_live]
 
 
 def websocket_application() -> Any:

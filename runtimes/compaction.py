@@ -41,11 +41,11 @@ def is_expired(revision: int) -> bool:
     return revision < floor() - 1
 
 
-def too_old(revision: int) -> errors.ApiError:
+def too_old(revision: int, oldest: int) -> errors.ApiError:
     """The Status a watch ends with when its start point has been compacted away."""
     return errors.ApiError(
         "Expired",
-        f"too old resource version: {revision} ({oldest_resumable()})",
+        f"too old resource version: {revision} ({oldest})",
         fix="List again without resourceVersion and watch from the list's resourceVersion "
         "(client-go and the Python client do this on their own).",
     )

@@ -61,9 +61,10 @@ class HubEvent:
 class TooOld(Exception):
     """The start point has been compacted away (410 Expired)."""
 
-    def __init__(self, revision: int) -> None:
-        super().__init__(revision)
+    def __init__(self, revision: int, oldest: int) -> None:
+        super().__init__(revision, oldest)
         self.revision = revision
+        self.oldest = oldest  # the oldest revision one may still start after
 
 
 class TooSlow(Exception):
@@ -103,7 +104,7 @@ def read_log(
     batch = list(rows.order_by("revision").values_list(*_FIELDS)[:LOG_BATCH])
     # The floor is read after the rows: a compaction that raced us shows up here.
     if compaction.is_expired(after):
-        raise TooOld(after)
+        raise TooOld(after, compaction.oldest_resumable())
     reached = batch[-1][0] if len(batch) == LOG_BATCH else upto
     return [_event(r) for r in batch], reached
 

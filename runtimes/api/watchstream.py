@@ -18,6 +18,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.conf import settings
+
 from runtimes import access, compaction, errors, hub, store
 from runtimes.api import tables
 from runtimes.api.listing import list_page, readable_namespaces, wait_for_revision
@@ -40,14 +42,15 @@ class WatchPlan:
     start_after: int  # stream changes with revisions after this one
     initial: list[Obj] = field(default_factory=list)
     initial_end_bookmark: bool = False
-    too_old: int | None = None  # the start point was compacted: the stream is one ERROR
+    too_old: errors.ApiError | None = None  # the start was compacted: the stream is one ERROR
     table_version: str | None = None  # "v1" / "v1beta1" for meta.k8s.io Table events
 
     @property
     def timeout(self) -> float:
         if self.opts.timeout_seconds:
             return float(self.opts.timeout_seconds)
-        return random.uniform(*DEFAULT_TIMEOUT)
+        low, high = getattr(settings, "NODUS_WATCH_TIMEOUT_RANGE", DEFAULT_TIMEOUT)
+        return random.uniform(float(low), float(high))
 
 
 def plan_watch(
@@ -82,7 +85,7 @@ def plan_watch(
     wait_for_revision(wanted)
     plan.start_after = wanted
     if compaction.is_expired(wanted):
-        plan.too_old = wanted
+        plan.too_old = compaction.too_old(wanted, compaction.oldest_resumable())
     return plan
 
 
@@ -156,7 +159,7 @@ async def watch_events(plan: WatchPlan) -> AsyncIterator[Obj]:
     """The events of one watch, until it times out, the client goes or it cannot go on."""
     encoder = Encoder(plan)
     if plan.too_old is not None:
-        yield encoder.error(compaction.too_old(plan.too_old))
+        yield encoder.error(plan.too_old)
         return
     loop = asyncio.get_running_loop()
     deadline = loop.time() + plan.timeout
@@ -166,7 +169,8 @@ async def watch_events(plan: WatchPlan) -> AsyncIterator[Obj]:
         yield encoder.bookmark(plan.start_after, initial_end=True)
     selection = plan.opts.selection
     bookmarks = plan.opts.allow_bookmarks
-    next_bookmark = loop.time() + BOOKMARK_SECONDS
+    every = float(getattr(settings, "NODUS_WATCH_BOOKMARK_SECONDS", BOOKMARK_SECONDS))
+    next_bookmark = loop.time() + every
     async with hub.subscribe(
         plan.start_after, plan.rt.key, plan.namespace if plan.rt.namespaced else None
     ) as changes:
@@ -182,7 +186,7 @@ async def watch_events(plan: WatchPlan) -> AsyncIterator[Obj]:
             try:
                 batch = await changes.next_batch(wait)
             except hub.TooOld as exc:
-                yield encoder.error(compaction.too_old(exc.revision))
+                yield encoder.error(compaction.too_old(exc.revision, exc.oldest))
                 return
             except hub.TooSlow:
                 yield encoder.error(too_slow(changes.hub.ring_size))
@@ -193,4 +197,5 @@ async def watch_events(plan: WatchPlan) -> AsyncIterator[Obj]:
                     yield encoder.event(*result)
             if bookmarks and loop.time() >= next_bookmark:
                 yield encoder.bookmark(changes.cursor)
-                next_bookmark = loop.time() + BOOKMARK_SECONDS
+                every = float(getattr(settings, "NODUS_WATCH_BOOKMARK_SECONDS", BOOKMARK_SECONDS))
+    next_bookmark = loop.time() + every
