@@ -1,14 +1,287 @@
-"""The runtime page (work in progress)."""
+"""The runtime page: one URL per tab (`/p/<project>/runtimes/<name>/<tab>`).
+
+Overview, Presets, Estimates, Status and YAML are here; Parameters (the generated form) lives
+in `runtimes.console.parameters`. Every tab shares the header partial the websocket pushes when
+the runtime changes, so a phase turning Ready shows up without a reload.
+"""
 
 from __future__ import annotations
 
+import re
+import shlex
+from dataclasses import dataclass
 from typing import Any
 
+import yaml
+from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.vary import vary_on_headers
+
+from runtimes import access, errors, store
+from runtimes.accelerators import catalog
+from runtimes.compile import REQUIREMENTS
+from runtimes.console.catalog import wants_partial
+from runtimes.console.drawings import bar_chart, topology
+from runtimes.console.summaries import human_duration, summarize
+from runtimes.estimates import SCALED_PARAMETERS, estimate
+from runtimes.kinds import TRAINING_RUNTIMES
+from runtimes.matching import effective_resources, explain_gpu
+
+Obj = dict[str, Any]
+TABS = (
+    ("overview", "Overview"),
+    ("presets", "Presets"),
+    ("estimates", "Estimates"),
+    ("parameters", "Parameters"),
+    ("status", "Status"),
+    ("yaml", "YAML"),
+)
+_FINGERPRINT = re.compile(r"trusted key (sha256:[0-9a-f]{16,})")
 
 
-def _todo(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-    raise Http404("not yet")
+def load(request: HttpRequest, project: str, name: str) -> Obj:
+    """The runtime, or 404 (also when the user may not read its project: nothing leaks)."""
+    if not access.allowed(request.user, "get", project):
+        raise Http404("no such runtime")
+    try:
+        return store.get(TRAINING_RUNTIMES, project, name)
+    except errors.ApiError as exc:
+        raise Http404("no such runtime") from exc
 
 
-runtime_default = runtime = download = estimates_chart = parameters_check = _todo
+def page_context(
+    request: HttpRequest | None, obj: Obj, tab: str, user: Any = None
+) -> dict[str, Any]:
+    """What every tab (and the live header push) needs; `user` stands in for a request's."""
+    user = user if request is None else request.user
+    meta = obj["metadata"]
+    project = meta["namespace"]
+    return {
+        "obj": obj,
+        "s": summarize(obj),
+        "spec": obj.get("spec") or {},
+        "status": obj.get("status") or {},
+        "meta": meta,
+        "tab": tab,
+        "tabs": TABS,
+        "can_edit": access.allowed(user, "update", project),
+        "can_delete": access.allowed(user, "delete", project),
+        "watch_query": f"namespace={project}&name={meta['name']}",
+        "revision": meta.get("resourceVersion", "0"),
+    }
+
+
+@login_required
+def runtime_default(request: HttpRequest, project: str, name: str) -> HttpResponse:
+    return redirect("runtime", project, name, "overview")
+
+
+@login_required
+@vary_on_headers("HX-Request")
+def runtime(request: HttpRequest, project: str, name: str, tab: str) -> HttpResponse:
+    if tab == "parameters":
+        from runtimes.console.parameters import parameters_tab
+
+        return parameters_tab(request, project, name)
+    builders = {
+        "overview": overview,
+        "presets": presets,
+        "estimates": estimates,
+        "status": status,
+        "yaml": yaml_tab,
+    }
+    if tab not in builders:
+        raise Http404("no such tab")
+    obj = load(request, project, name)
+    context = page_context(request, obj, tab)
+    context.update(builders[tab](request, obj))
+    template = f"console/runtime/{tab}.html"
+    if tab == "estimates" and wants_partial(request):
+        template += "#result"
+    return render(request, template, context)
+
+
+def overview(request: HttpRequest, obj: Obj) -> dict[str, Any]:
+    spec = obj.get("spec") or {}
+    defaults = spec.get("defaults") or {}
+    requires = spec.get("requires") or {}
+    init = defaults.get("initCommand") or {}
+    return {
+        "command": shlex.join(str(a) for a in spec.get("command") or []),
+        "init_command": shlex.join(str(a) for a in init.get("command") or []),
+        "init_timeout": init.get("timeout", ""),
+        "requirements": [
+            (name, bool(requires.get(name, name == "model"))) for name in REQUIREMENTS
+        ],
+        "topology": topology(spec),
+        "sidecars": defaults.get("sidecars") or [],
+        "attempt_api": spec.get("environmentTasks") == "AttemptAPI",
+    }
+
+
+@dataclass(frozen=True)
+class OfferingView:
+    accelerator: str
+    count: int
+    price: float
+    resources: Obj
+
+
+@dataclass(frozen=True)
+class MatchView:
+    accelerator: str
+    family: str
+    accelerator_class: str
+    fits: bool
+    reasons: tuple[str, ...]
+    rejections: tuple[str, ...]
+    offerings: tuple[OfferingView, ...]
+
+
+def preset_resources(spec: Obj, preset: Obj) -> Obj:
+    # As runtimes.compile: a preset's fields replace the defaults' whole.
+    return {
+        **((spec.get("defaults") or {}).get("resources") or {}),
+        **(preset.get("resources") or {}),
+    }
+
+
+def matches_for(resources: Obj) -> list[MatchView]:
+    views = []
+    for match in explain_gpu(resources.get("gpu"), catalog()):
+        views.append(
+            MatchView(
+                match.variant.id,
+                match.variant.family,
+                match.variant.accelerator_class,
+                match.fits,
+                tuple(r.message for r in match.reasons),
+                tuple(r.message for r in match.rejections),
+                tuple(
+                    OfferingView(
+                        o.variant, o.count, o.price_per_hour, effective_resources(resources, o)
+                    )
+                    for o in match.offerings
+                ),
+            )
+        )
+    return views
+
+
+def presets(request: HttpRequest, obj: Obj) -> dict[str, Any]:
+    spec = obj.get("spec") or {}
+    rows = []
+    for preset in spec.get("presets") or []:
+        resources = preset_resources(spec, preset)
+        rows.append({"preset": preset, "resources": resources, "matches": matches_for(resources)})
+    defaults = (spec.get("defaults") or {}).get("resources") or {}
+    return {
+        "presets": rows,
+        "default_resources": defaults,
+        "default_matches": matches_for(defaults),
+    }
+
+
+def _positive_int(raw: str | None, fallback: int | None) -> tuple[int | None, str]:
+    if raw in (None, ""):
+        return fallback, ""
+    try:
+        value = int(str(raw))
+    except ValueError:
+        return fallback, f"{raw!r} is not a whole number"
+    if value < 1:
+        return fallback, "must be at least 1"
+    return value, ""
+
+
+def estimates(request: HttpRequest, obj: Obj) -> dict[str, Any]:
+    spec = obj.get("spec") or {}
+    modes = spec.get("modes") or ["Train"]
+    default_params = (spec.get("defaults") or {}).get("parameters") or {}
+    unit = request.GET.get("work") or ("steps" if "Train" in modes else "tasks")
+    unit = unit if unit in ("steps", "tasks") else "steps"
+    problems: dict[str, str] = {}
+    amount, problems["amount"] = _positive_int(
+        request.GET.get("amount"), 1000 if unit == "steps" else 100
+    )
+    job_parameters: Obj = {}
+    scaled = []
+    for name in SCALED_PARAMETERS:
+        value, problems[name] = _positive_int(request.GET.get(name), default_params.get(name))
+        scaled.append((name, value if value is not None else "", default_params.get(name)))
+        if value is not None:
+            job_parameters[name] = value
+    presets_list = spec.get("presets") or []
+    preset_index = request.GET.get("preset", "")
+    resources = None
+    if preset_index.isdigit() and int(preset_index) < len(presets_list):
+        resources = preset_resources(spec, presets_list[int(preset_index)])
+    rows = estimate(spec, job_parameters, {unit: amount or 1}, catalog(), resources)
+    chart = bar_chart(
+        [
+            (
+                f"{r.offering.variant} · {r.offering.count} GPU",
+                r.seconds,
+                f"{human_duration(r.seconds)} · ${r.cost:,.2f}",
+            )
+            for r in rows
+        ]
+    )
+    return {
+        "unit": unit,
+        "amount": amount,
+        "scaled": scaled,
+        "problems": {k: v for k, v in problems.items() if v},
+        "rows": [
+            {"row": r, "duration": human_duration(r.seconds), "cost": f"${r.cost:,.2f}"}
+            for r in rows
+        ],
+        "chart": chart,
+        "presets_list": presets_list,
+        "preset_index": preset_index,
+        "measured": sorted(
+            (
+                (spec.get("estimate") or {}).get(
+                    "secondsPerStep" if unit == "steps" else "secondsPerTask"
+                )
+                or {}
+            ).items()
+        ),
+    }
+
+
+def status(request: HttpRequest, obj: Obj) -> dict[str, Any]:
+    st = obj.get("status") or {}
+    conditions = st.get("conditions") or []
+    fingerprint = ""
+    for condition in conditions:
+        found = _FINGERPRINT.search(str(condition.get("message", "")))
+        if found:
+            fingerprint = found.group(1)
+    annotations = obj["metadata"].get("annotations") or {}
+    fingerprint = fingerprint or annotations.get("nodus.dev/signing-key-fingerprint", "")
+    user = st.get("imageUser")
+    runs_as_root = st.get("imageDigest") and (not user or user in ("root", "0", "0:0"))
+    return {
+        "conditions": conditions,
+        "fingerprint": fingerprint,
+        "runs_as_root": bool(runs_as_root),
+        "stale": st.get("observedGeneration") != obj["metadata"].get("generation"),
+    }
+
+
+def manifest_yaml(obj: Obj) -> str:
+    return yaml.safe_dump(obj, sort_keys=False, allow_unicode=True, width=100)
+
+
+def yaml_tab(request: HttpRequest, obj: Obj) -> dict[str, Any]:
+    return {"manifest": manifest_yaml(obj)}
+
+
+@login_required
+def download(request: HttpRequest, project: str, name: str) -> HttpResponse:
+    obj = load(request, project, name)
+    response = HttpResponse(manifest_yaml(obj), content_type="application/yaml; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{project}-{name}.yaml"'
+    return response

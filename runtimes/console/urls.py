@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from runtimes.console import accounts, catalog, docs, publish, runtime
+from runtimes.console import accounts, catalog, docs, parameters, publish, runtime
 
 urlpatterns = [
     path("", catalog.catalog, name="catalog"),
@@ -19,13 +19,8 @@ urlpatterns = [
         "p/<str:project>/runtimes/<str:name>/yaml.download", runtime.download, name="runtime-yaml"
     ),
     path(
-        "p/<str:project>/runtimes/<str:name>/estimates/chart",
-        runtime.estimates_chart,
-        name="runtime-estimates-chart",
-    ),
-    path(
         "p/<str:project>/runtimes/<str:name>/parameters/check",
-        runtime.parameters_check,
+        parameters.check,
         name="runtime-parameters-check",
     ),
     path("p/<str:project>/runtimes/<str:name>/edit", publish.edit, name="publish-edit"),

@@ -17,7 +17,8 @@
   function currentSpec() {
     var el = document.getElementById("live-watch");
     if (!el) return null;
-    return { view: el.dataset.view, query: el.dataset.query || "", revision: Number(el.dataset.revision || 0) };
+    var ids = Array.prototype.map.call(document.querySelectorAll("[data-live][id]"), function (n) { return n.id; });
+    return { view: el.dataset.view, query: el.dataset.query || "", revision: Number(el.dataset.revision || 0), ids: ids };
   }
 
   function send(resume) {
@@ -32,7 +33,7 @@
     if (same && !resume) return;
     if (!same) delivered = spec.revision; // a new page: its own snapshot is the starting point
     watched = spec;
-    socket.send(JSON.stringify({ type: "watch", view: spec.view, query: spec.query, revision: delivered }), null);
+    socket.send(JSON.stringify({ type: "watch", view: spec.view, query: spec.query, revision: delivered, ids: spec.ids }), null);
   }
 
   document.addEventListener("htmx:wsConnecting", function () {
@@ -53,3 +54,16 @@
   // Every navigation or filter change swaps content in; watch what is now on screen.
   document.addEventListener("htmx:afterSettle", function () { send(false); });
 })();
+
+// Copy buttons: <button data-copy="#selector"> copies that element's text.
+document.addEventListener("click", function (event) {
+  var button = event.target.closest && event.target.closest("[data-copy]");
+  if (!button) return;
+  var source = document.querySelector(button.dataset.copy);
+  if (!source || !navigator.clipboard) return;
+  navigator.clipboard.writeText(source.textContent).then(function () {
+    var label = button.textContent;
+    button.textContent = "Copied";
+    setTimeout(function () { button.textContent = label; }, 1500);
+  }, function () { /* clipboard refused (insecure origin): the text stays selectable */ });
+});

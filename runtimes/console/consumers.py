@@ -1,0 +1,106 @@
+"""The console's websocket: live rows and runtime headers, pushed as htmx out-of-band swaps.
+
+One socket per browser tab (it lives in base.html outside the swapped area, so it survives
+boosted navigation). The page sends ``{"type": "watch", "view", "query", "revision", "ids"}``
+whenever what it shows changes; the consumer then follows the hub from that revision with the
+user's permissions and the page's filters. On a reconnect the page sends the last revision it
+was delivered, so nothing is missed or repeated.
+
+Security: the session authenticates (`AuthMiddlewareStack`); the origin must be this site's
+own (same host), on top of `AllowedHostsOriginValidator`, which lets any origin through when
+ALLOWED_HOSTS is ``*``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from typing import Any
+from urllib.parse import urlsplit
+
+from channels.generic.websocket import AsyncWebsocketConsumer
+from django.urls import path
+
+from runtimes.console.live import Watch, fragments, missed_notice
+from runtimes.hub import TooOld, TooSlow, run_db, subscribe
+from runtimes.kinds import TRAINING_RUNTIMES
+
+log = logging.getLogger("nodus.console")
+UNAUTHORIZED, FORBIDDEN_ORIGIN = 4401, 4403
+VIEWS = ("catalog", "runtime")
+
+
+def same_origin(scope: dict[str, Any]) -> bool:
+    headers = {
+        k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])
+    }
+    origin, host = headers.get("origin"), headers.get("host")
+    if not origin or not host:
+        return False
+    return urlsplit(origin).netloc == host
+
+
+class ConsoleConsumer(AsyncWebsocketConsumer):
+    task: asyncio.Task[None] | None = None
+
+    async def connect(self) -> None:
+        user = self.scope.get("user")
+        if not same_origin(self.scope):
+            await self.close(code=FORBIDDEN_ORIGIN)
+            return
+        if user is None or not user.is_authenticated:
+            await self.close(code=UNAUTHORIZED)
+            return
+        await self.accept()
+
+    async def disconnect(self, code: int) -> None:
+        await self._stop()
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        try:
+            message = json.loads(text_data or "{}")
+        except ValueError:
+            return
+        if not isinstance(message, dict):
+            return
+        await self._stop()
+        if message.get("type") != "watch" or message.get("view") not in VIEWS:
+            return
+        try:
+            revision = max(0, int(message.get("revision") or 0))
+        except (TypeError, ValueError):
+            return
+        ids = [str(i) for i in message.get("ids") or [] if isinstance(i, str)][:5000]
+        watch = await run_db(
+            Watch.open, self.scope["user"], message["view"], str(message.get("query") or ""), ids
+        )
+        self.task = asyncio.create_task(self._follow(watch, revision))
+
+    async def _stop(self) -> None:
+        task, self.task = self.task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+    async def _follow(self, watch: Watch, revision: int) -> None:
+        try:
+            async with subscribe(revision, TRAINING_RUNTIMES.key) as events:
+                while True:
+                    batch = await events.next_batch(timeout=25)
+                    if not batch:
+                        continue
+                    message = await run_db(fragments, watch, batch)
+                    await self.send(text_data=message)
+        except (TooOld, TooSlow):
+            await self.send(text_data=missed_notice())
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("console live updates failed")
+            await self.send(text_data=missed_notice())
+
+
+websocket_urlpatterns = [path("ws/console", ConsoleConsumer.as_asgi())]
