@@ -19,6 +19,7 @@ import binascii
 import contextlib
 import logging
 from typing import Any
+from urllib.parse import urlsplit
 
 import orjson
 from channels.generic.websocket import AsyncWebsocketConsumer
@@ -80,7 +81,18 @@ class WatchConsumer(AsyncWebsocketConsumer):
         if token is not None:
             return await run_db(user_for, token)
         user = self.scope.get("user") or AnonymousUser()
-        return user if user.is_authenticated else None
+        if not user.is_authenticated or not self._same_origin():
+            return None
+        return user
+
+    def _same_origin(self) -> bool:
+        """A session cookie rides along on any page's websocket; only our own pages may use it.
+
+        The origin validator admits every allowed host (all of them with ALLOWED_HOSTS=*), so
+        session-authenticated watches also require the Origin to be this very host.
+        """
+        origin = urlsplit(self._header(b"origin"))
+        return bool(origin.netloc) and origin.netloc == self._header(b"host")
 
     async def _plan(self) -> WatchPlan:
         kwargs = self.scope["url_route"]["kwargs"]
