@@ -137,9 +137,12 @@ def _array_errors(value: list[Any], node: Field, path: str) -> list[FieldError]:
             key = tuple(item.get(k) for k in node.list_keys)
             if all(isinstance(part, str | int) for part in key):
                 if key in seen:
-                    field = node.list_keys[0] if len(node.list_keys) == 1 else ""
-                    shown = key[0] if len(key) == 1 else dict(zip(node.list_keys, key, strict=True))
-                    errors.append(fe.duplicate(child_path(item_path, field), shown))
+                    # One key: point at it, as kube does for container names; several: the item.
+                    if len(key) == 1:
+                        at, shown = child_path(item_path, node.list_keys[0]), key[0]
+                    else:
+                        at, shown = item_path, dict(zip(node.list_keys, key, strict=True))
+                    errors.append(fe.duplicate(at, shown))
                 seen.add(key)
     return errors
 

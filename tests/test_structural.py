@@ -1,0 +1,56 @@
+"""Structural checks generated from schema nodes, on small hand-made schemas."""
+
+from __future__ import annotations
+
+from runtimes.schema_nodes import Field, integer, obj, string
+from runtimes.structural import expected_type, shown_value, structural_errors
+
+PAIR = obj("A pair.", "", ("a", "b"), a=string("A."), b=string("B."))
+
+
+def _causes(value: object, node: Field) -> list[tuple[str, str, str]]:
+    return [(e.field, e.reason, e.message) for e in structural_errors(value, node, "spec.x")]
+
+
+def test_it_reports_duplicates_of_a_multi_key_list_map_at_the_item() -> None:
+    node = Field("array", "Pairs.", items=PAIR, list_type="map", list_keys=("a", "b"))
+    assert _causes([{"a": "1", "b": "2"}, {"a": "1", "b": "3"}], node) == []
+    assert _causes([{"a": "1", "b": "2"}, {"a": "1", "b": "2"}], node) == [
+        ("spec.x[1]", "FieldValueDuplicate", 'Duplicate value: {"a":"1","b":"2"}')
+    ]
+
+
+def test_it_reports_duplicates_of_a_single_key_list_map_at_the_key() -> None:
+    node = Field("array", "Pairs.", items=PAIR, list_type="map", list_keys=("a",))
+    causes = _causes([{"a": "1", "b": "2"}, {"a": "1", "b": "3"}], node)
+    assert causes == [("spec.x[1].a", "FieldValueDuplicate", 'Duplicate value: "1"')]
+
+
+def test_it_names_container_values_by_type() -> None:
+    assert _causes({"k": [1]}, integer("N.")) == [
+        ("spec.x", "FieldValueInvalid", 'Invalid value: "object": must be an integer')
+    ]
+    assert shown_value({1: None}) == "object"
+    assert shown_value(3) == 3
+
+
+def test_it_counts_null_as_unset_but_not_inside_lists() -> None:
+    assert _causes({"a": None, "b": "x"}, PAIR) == [
+        ("spec.x.a", "FieldValueRequired", "Required value: A.")
+    ]
+    node = Field("array", "Strings.", items=string("S."))
+    assert _causes(["x", None], node)[0][:2] == ("spec.x[1]", "FieldValueRequired")
+
+
+def test_it_checks_map_values_at_bracketed_keys() -> None:
+    node = Field("map", "Times.", values=Field("number", "T.", minimum=0, exclusive_minimum=True))
+    assert _causes({"h100-80g": 1.5, "l4-24g": 0}, node) == [
+        ("spec.x[l4-24g]", "FieldValueInvalid", "Invalid value: 0: must be greater than 0")
+    ]
+
+
+def test_it_describes_expected_types_for_people() -> None:
+    assert expected_type(Field("array", items=string(""))) == "must be a list of strings"
+    assert expected_type(Field("map", values=Field("number"))) == "must be a map of numbers"
+    assert expected_type(integer("")) == "must be an integer"
+    assert expected_type(Field("boolean")) == "must be a boolean"
