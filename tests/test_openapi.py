@@ -179,3 +179,10 @@ def test_it_hands_out_copies_callers_may_change() -> None:
     first = openapi_v3_document()
     first["paths"].clear()
     assert openapi_v3_document()["paths"]
+
+
+def test_it_is_a_valid_openapi_3_0_document() -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    definitions = pytest.importorskip("schemathesis.specs.openapi.definitions")
+    validator = jsonschema.Draft4Validator(definitions.OPENAPI_30)
+    assert [e.message for e in validator.iter_errors(openapi_v3_document())] == []
