@@ -51,10 +51,11 @@ def too_old(revision: int, oldest: int) -> errors.ApiError:
     )
 
 
-def due(current: int, keep: int | None = None) -> bool:
+def due(current: int, keep: int | None = None, known_floor: int | None = None) -> bool:
     """Whether the log has grown a tenth past its window (so compaction runs in steps)."""
     keep = window() if keep is None else keep
-    return current - floor() + 1 > keep + max(keep // 10, 1)
+    oldest = max(floor() if known_floor is None else known_floor, 1)  # revisions start at 1
+    return current - oldest + 1 > keep + max(keep // 10, 1)
 
 
 def compact(keep: int | None = None) -> int:

@@ -254,9 +254,8 @@ class Hub:
         now = time.monotonic()
         if now - self._floor_read_at > FLOOR_REFRESH_SECONDS:
             self._floor, self._floor_read_at = compaction.floor(), now
-        keep = compaction.window()
-        if self.last - self._floor + 1 > keep + max(keep // 10, 1):
-            self._floor = compaction.compact(keep)
+        if compaction.due(self.last, known_floor=self._floor):
+            self._floor = compaction.compact()
 
     # -- reading ---------------------------------------------------------------------------
 
