@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, Protocol
 
 from runtimes.console.forms import keys
@@ -41,6 +41,7 @@ class FormData(Protocol):
     def get(self, key: str, default: Any = None) -> Any: ...
     def getlist(self, key: str) -> list[str]: ...
     def __contains__(self, key: object) -> bool: ...
+    def __iter__(self) -> Iterator[str]: ...
 
 
 def widget_kind(node: Schema, depth: int) -> str:
