@@ -75,7 +75,8 @@ class Controller:
             for n in range(self.workers)
         ]
         try:
-            self.resync()
+            while not self._try_resync() and not stop.wait(self.config.poll_seconds):
+                pass  # the database may be starting: keep trying until it answers or we stop
             for thread in threads:
                 thread.daemon = True
                 thread.start()
@@ -97,6 +98,15 @@ class Controller:
         self.last_revision = max(self.last_revision, revision)
         for obj in objects:
             self.queue.add((obj["metadata"]["namespace"], obj["metadata"]["name"]))
+
+    def _try_resync(self) -> bool:
+        try:
+            close_old_connections()
+            self.resync()
+        except Exception:
+            log.exception("controller: listing the runtimes failed; retrying")
+            return False
+        return True
 
     def _on_published(self, revision: int) -> None:
         # Called after commit by any store write in this process: read the log now.
