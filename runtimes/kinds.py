@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from runtimes import trainingruntime
+from runtimes import schema, trainingruntime
 from runtimes.accelerators import accelerator_table_row
 from runtimes.resources import ResourceType, register
+from runtimes.schema_nodes import list_map_keys
 from runtimes.strategy import Strategy
 
 TRAINING_RUNTIMES = register(
@@ -21,14 +22,10 @@ TRAINING_RUNTIMES = register(
         status_strategy=trainingruntime.STATUS_STRATEGY,
         short_names=("tr",),
         categories=("nodus",),
-        selectable_fields=("spec.task", "spec.launcher", "status.phase", "status.managed"),
+        selectable_fields=schema.SELECTABLE_FIELDS,
         columns=trainingruntime.COLUMNS,
         subresources=("status", "compile"),
-        list_map_keys={
-            "spec.presets": ("model", "method", "quantization"),
-            "spec.defaults.sidecars": ("name",),
-            "spec.outputs": ("name",),
-        },
+        list_map_keys=list_map_keys(schema.TRAINING_RUNTIME),
     )
 )
 

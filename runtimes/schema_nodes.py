@@ -136,3 +136,16 @@ def node_at(path: str, root: Field) -> Field | None:
             return None
         node = node.properties.get(segment)
     return node
+
+
+def list_map_keys(node: Field, path: str = "") -> dict[str, tuple[str, ...]]:
+    """Every list of maps keyed by `list_keys`, by dotted path: server-side apply merges these
+    item by item (``x-kubernetes-list-type: map``); every other list is atomic."""
+    found: dict[str, tuple[str, ...]] = {}
+    if node.list_keys and node.items is not None and node.items.type == "object":
+        found[path] = node.list_keys
+    for key, child in (node.properties or {}).items():
+        found.update(list_map_keys(child, child_path(path, key)))
+    if node.items is not None:
+        found.update({p: k for p, k in list_map_keys(node.items, path).items() if p != path})
+    return found
