@@ -26,8 +26,10 @@ from runtimes.controller.cosign import (
     sign,
     verify_image,
 )
-from runtimes.controller.errors import SignatureInvalid, SignatureMissing
+from runtimes.controller.errors import ImageNotFound, SignatureInvalid, SignatureMissing
+from runtimes.controller.images import FetchedManifest, ResolvedImage
 from runtimes.controller.layout import LayoutStore
+from runtimes.controller.media import sha256_digest
 from runtimes.controller.reference import ImageReference, parse_reference
 
 SEED_REGISTRY = "registry.nodus.dev"
@@ -94,12 +96,20 @@ class SeedImages:
         if image in self.built:
             return self.built[image]
         tagged = replace(ref, digest=None, tag=ref.tag or "latest")
-        digest = build_image(self.layout, tagged, user=user)
+        digest = build_image(_DigestsOnly(), tagged, user=user)
+        if self._tagged_digest(tagged) != digest:
+            build_image(self.layout, tagged, user=user)
         pinned = tagged.with_digest(digest)
         if signed and not self._signed(pinned):
             sign(self.layout, pinned, self.private_key)
         self.built[image] = str(pinned)
         return str(pinned)
+
+    def _tagged_digest(self, ref: ImageReference) -> str | None:
+        try:
+            return self.layout.fetch_manifest(ref).digest
+        except ImageNotFound:
+            return None
 
     def _signed(self, ref: ImageReference) -> bool:
         try:
@@ -107,6 +117,31 @@ class SeedImages:
         except (SignatureMissing, SignatureInvalid):
             return False
         return True
+
+
+class _DigestsOnly:
+    """A sink that only hashes what a build pushes: the digest, without touching the layout.
+
+    Builds are deterministic, so comparing this digest with the tag's lets a second seed skip
+    rewriting the layout's index at all.
+    """
+
+    max_manifest_bytes = max_config_bytes = 0
+
+    def push_blob(self, ref: ImageReference, content: bytes) -> str:
+        return sha256_digest(content)
+
+    def push_manifest(self, ref: ImageReference, content: bytes, media_type: str) -> str:
+        return sha256_digest(content)
+
+    def fetch_manifest(self, ref: ImageReference) -> FetchedManifest:
+        raise ImageNotFound("a digest-only sink holds nothing")
+
+    def fetch_blob(self, ref: ImageReference, digest: str, max_bytes: int) -> bytes:
+        raise ImageNotFound("a digest-only sink holds nothing")
+
+    def resolve(self, ref: ImageReference | str) -> ResolvedImage:
+        raise ImageNotFound("a digest-only sink holds nothing")
 
 
 def seed_images_from_django() -> SeedImages:
