@@ -1,14 +1,133 @@
-"""Accounts (work in progress)."""
+"""Accounts: API tokens (shown once), a kubeconfig download, projects and their members.
+
+Actions a user may not take are not offered: members are managed only by admins of the project
+(or platform admins), and a project always keeps at least one admin.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from runtimes import access
+from runtimes.kubeconfig import kubeconfig
+from runtimes.models import ApiToken, Membership, Project, Role
+from runtimes.tokens import create_token
+from runtimes.tokens import revoke as revoke_token
+
+MANAGE = "manage-members"
 
 
-def _todo(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-    raise Http404("not yet")
+@login_required
+def tokens(request: HttpRequest) -> HttpResponse:
+    new_token = ""
+    problem = ""
+    if request.method == "POST":
+        name = request.POST.get("name", "").strip()
+        if not name or len(name) > 100:
+            problem = "Give the token a name of 1 to 100 characters."
+        else:
+            _row, new_token = create_token(request.user, name)
+    rows = ApiToken.objects.filter(user=request.user).order_by("-created_at")
+    context = {"tokens": rows, "new_token": new_token, "problem": problem}
+    return render(request, "console/accounts/tokens.html", context)
 
 
-tokens = revoke = download_kubeconfig = projects = members = _todo
+@login_required
+@require_POST
+def revoke(request: HttpRequest, token_id: int) -> HttpResponse:
+    row = get_object_or_404(ApiToken, pk=token_id, user=request.user)
+    revoke_token(row)
+    return redirect("tokens")
+
+
+@login_required
+@require_POST
+def download_kubeconfig(request: HttpRequest) -> HttpResponse:
+    server = settings.NODUS_PUBLIC_URL or request.build_absolute_uri("/")
+    text = kubeconfig(request.user, server, token_name="kubeconfig (console)")
+    response = HttpResponse(text, content_type="application/yaml; charset=utf-8")
+    response["Content-Disposition"] = 'attachment; filename="nodus-kubeconfig.yaml"'
+    return response
+
+
+@login_required
+def projects(request: HttpRequest) -> HttpResponse:
+    readable = access.readable_projects(request.user)
+    rows = Project.objects.order_by("name")
+    if readable is not None:
+        rows = rows.filter(name__in=readable)
+    roles = dict(Membership.objects.filter(user=request.user).values_list("project_id", "role"))
+    listing = [
+        {
+            "project": p,
+            "role": roles.get(p.name)
+            or ("platform admin" if access.is_platform_admin(request.user) else "reader"),
+            "can_manage": access.allowed(request.user, MANAGE, p.name),
+        }
+        for p in rows
+    ]
+    return render(request, "console/accounts/projects.html", {"projects": listing})
+
+
+def _admins(project: Project) -> int:
+    return Membership.objects.filter(project=project, role=Role.ADMIN).count()
+
+
+def _change_members(request: HttpRequest, project: Project) -> str:
+    """Applies one add / change / remove; returns a problem to show, or ""."""
+    action = request.POST.get("action")
+    users = get_user_model().objects
+    if action == "add":
+        user = users.filter(username=request.POST.get("username", "").strip()).first()
+        role = request.POST.get("role", Role.VIEWER)
+        if user is None:
+            return "No user with that name."
+        if role not in Role.values:
+            return "Unknown role."
+        Membership.objects.update_or_create(project=project, user=user, defaults={"role": role})
+        return ""
+    membership = Membership.objects.filter(project=project, pk=request.POST.get("member")).first()
+    if membership is None:
+        return "That membership no longer exists."
+    last_admin = membership.role == Role.ADMIN and _admins(project) == 1
+    if action == "remove":
+        if last_admin:
+            return "A project keeps at least one admin."
+        membership.delete()
+    elif action == "role":
+        role = request.POST.get("role", "")
+        if role not in Role.values:
+            return "Unknown role."
+        if last_admin and role != Role.ADMIN:
+            return "A project keeps at least one admin."
+        membership.role = role
+        membership.save(update_fields=["role"])
+    return ""
+
+
+@login_required
+def members(request: HttpRequest, project: str) -> HttpResponse:
+    row = get_object_or_404(Project, name=project)
+    if not access.allowed(request.user, MANAGE, project):
+        raise Http404("no such project")
+    problem = ""
+    if request.method == "POST":
+        problem = _change_members(request, row)
+        if not problem:
+            return redirect("members", project)
+    context: dict[str, Any] = {
+        "project": row,
+        "members": Membership.objects.filter(project=row)
+        .select_related("user")
+        .order_by("user__username"),
+        "roles": Role.choices,
+        "problem": problem,
+    }
+    return render(request, "console/accounts/members.html", context)

@@ -36,7 +36,9 @@ def readable_runtimes(user: Any) -> tuple[list[Obj], int]:
 def wants_partial(request: HttpRequest) -> bool:
     """htmx filter requests get the results only; boosts and history restores get pages."""
     htmx = getattr(request, "htmx", None)
-    return bool(htmx) and not htmx.boosted and not htmx.history_restore_request
+    if not htmx:
+        return False
+    return not htmx.boosted and not htmx.history_restore_request
 
 
 @login_required

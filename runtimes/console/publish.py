@@ -1,14 +1,172 @@
-"""Publishing (work in progress)."""
+"""Publishing: create, edit and delete runtimes in a YAML editor.
+
+As the user types, `check` dry-runs the write through the store (the same strategy as the
+API, nothing stored) and shows each Status cause beside the line of its field, plus the diff
+against the stored version. Saving is optimistic: an edit carries the resourceVersion it was
+loaded at, and a conflict offers to reload or to re-apply the user's text on the latest version.
+Only editors of a project see these pages; project `nodus` only platform admins.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
+from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from runtimes import access, errors, store
+from runtimes.console import manifests
+from runtimes.console.runtime import load
+from runtimes.kinds import TRAINING_RUNTIMES
+
+Obj = dict[str, Any]
 
 
-def _todo(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-    raise Http404("not yet")
+@dataclass(frozen=True)
+class Cause:
+    field: str
+    message: str
+    line: int | None
 
 
-new = edit = delete = check = _todo
+@dataclass
+class Verdict:
+    ok: bool = False
+    causes: list[Cause] | None = None
+    message: str = ""
+    warnings: list[str] | None = None
+    diff: list[manifests.DiffLine] | None = None
+    conflict: bool = False
+
+
+def _editor_context(request: HttpRequest, **extra: Any) -> dict[str, Any]:
+    return {"projects": access.writable_projects(request.user), **extra}
+
+
+def _verdict_from_error(exc: errors.ApiError, text: str) -> Verdict:
+    causes = [Cause(c.field, c.message, manifests.line_of(text, c.field)) for c in exc.causes]
+    return Verdict(False, causes, exc.message, conflict=exc.reason == "Conflict")
+
+
+def evaluate(
+    request: HttpRequest, text: str, project: str, original: Obj | None, rv: str, save: bool
+) -> tuple[Verdict, Obj | None]:
+    """Parses and writes (or dry-runs) the text; returns the verdict and the stored object."""
+    parsed = manifests.parse(text)
+    if isinstance(parsed, manifests.ParseError):
+        return Verdict(False, [Cause("", parsed.message, parsed.line)], parsed.message), None
+    body: Obj = parsed
+    meta = body.get("metadata") if isinstance(body.get("metadata"), dict) else {}
+    if meta.get("namespace") not in (None, "", project):
+        cause = Cause(
+            "metadata.namespace", f"must be {project!r}, the project you publish to", None
+        )
+        cause = Cause(cause.field, cause.message, manifests.line_of(text, cause.field))
+        return Verdict(False, [cause], "the manifest names another project"), None
+    verb = "update" if original else "create"
+    if not access.allowed(request.user, verb, project):
+        message = f"you may not {verb} runtimes in project {project!r}"
+        return Verdict(False, [], message), None
+    try:
+        if original is None:
+            result = store.create(TRAINING_RUNTIMES, project, body, dry_run=not save)
+        else:
+            name = original["metadata"]["name"]
+            body.setdefault("metadata", {})
+            body["metadata"]["resourceVersion"] = rv
+            body["metadata"].setdefault("name", name)
+            result = store.update(TRAINING_RUNTIMES, project, name, body, dry_run=not save)
+    except errors.ApiError as exc:
+        verdict = _verdict_from_error(exc, text)
+        if original is not None:
+            verdict.diff = manifests.diff(original, body)
+        return verdict, None
+    verdict = Verdict(True, [], "", list(result.warnings))
+    if original is not None:
+        verdict.diff = manifests.diff(original, result.object)
+    return verdict, result.object
+
+
+@login_required
+def new(request: HttpRequest) -> HttpResponse:
+    projects = access.writable_projects(request.user)
+    if not projects:
+        return render(request, "console/publish/forbidden.html", status=403)
+    preferred = [p for p in projects if p != access.MANAGED_PROJECT] or projects
+    project = request.POST.get("project") or request.GET.get("project") or preferred[0]
+    text = request.POST.get("manifest", manifests.STARTER)
+    verdict = None
+    if request.method == "POST":
+        if project not in projects:
+            verdict = Verdict(False, [], f"you may not publish to project {project!r}")
+        else:
+            verdict, stored = evaluate(request, text, project, None, "", save=True)
+            if stored is not None:
+                return redirect("runtime", project, stored["metadata"]["name"], "status")
+    context = _editor_context(
+        request, text=text, project=project, verdict=verdict, original=None, rv=""
+    )
+    return render(request, "console/publish/editor.html", context)
+
+
+@login_required
+def edit(request: HttpRequest, project: str, name: str) -> HttpResponse:
+    original = load(request, project, name)
+    if not access.allowed(request.user, "update", project):
+        return render(request, "console/publish/forbidden.html", status=403)
+    rv = request.POST.get("resourceVersion") or original["metadata"]["resourceVersion"]
+    text = request.POST.get("manifest") or manifests.dump(manifests.editable(original))
+    verdict = None
+    if request.method == "POST":
+        verdict, stored = evaluate(request, text, project, original, rv, save=True)
+        if stored is not None:
+            return redirect("runtime", project, name, "status")
+        if verdict.conflict:
+            # Offer to re-apply the user's text on the latest version: it now carries that rv.
+            rv = original["metadata"]["resourceVersion"]
+    context = _editor_context(
+        request, text=text, project=project, verdict=verdict, original=original, rv=rv
+    )
+    return render(request, "console/publish/editor.html", context)
+
+
+@login_required
+@require_POST
+def check(request: HttpRequest) -> HttpResponse:
+    project = request.POST.get("project", "")
+    text = request.POST.get("manifest", "")
+    original = None
+    if request.POST.get("original"):
+        original = load(request, project, request.POST["original"])
+    rv = request.POST.get("resourceVersion", "")
+    if project not in access.writable_projects(request.user):
+        verdict = Verdict(False, [], f"you may not publish to project {project!r}")
+    else:
+        verdict, _ = evaluate(request, text, project, original, rv, save=False)
+    context = {"verdict": verdict, "original": original, "checked": True}
+    return render(request, "console/publish/editor.html#feedback", context)
+
+
+@login_required
+def delete(request: HttpRequest, project: str, name: str) -> HttpResponse:
+    obj = load(request, project, name)
+    if not access.allowed(request.user, "delete", project):
+        raise Http404("no such runtime")
+    problem = ""
+    if request.method == "POST":
+        try:
+            store.delete(
+                TRAINING_RUNTIMES,
+                project,
+                name,
+                resource_version=request.POST.get("resourceVersion") or None,
+            )
+        except errors.ApiError as exc:
+            problem = exc.message
+            obj = load(request, project, name)
+        else:
+            return redirect("catalog")
+    return render(request, "console/publish/delete.html", {"obj": obj, "problem": problem})

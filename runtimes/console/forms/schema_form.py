@@ -45,7 +45,8 @@ class SchemaForm:
 def baseline(schema: Schema, defaults: dict[str, Any] | None) -> dict[str, Any]:
     start = values.prefill(schema, schema)
     start = start if isinstance(start, dict) else {}
-    return deep_merge(start, defaults or {})
+    merged = values.complete(schema, schema, deep_merge(start, defaults or {}))
+    return merged if isinstance(merged, dict) else {}
 
 
 def initial(schema: Schema, defaults: dict[str, Any] | None) -> SchemaForm:

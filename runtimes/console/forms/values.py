@@ -376,3 +376,33 @@ def _empty_of(schema: Any, root: Schema) -> Any:
     if kind == "enum":
         return node["enum"][0] if node.get("enum") else None
     return {"string": "", "boolean": False, "object": {}, "array": []}.get(kind)
+
+
+def complete(schema: Any, root: Schema, value: Any, depth: int = 0) -> Any:
+    """`value` with every absent property that has a default (or a prefill) filled in.
+
+    A fresh form shows those defaults, so the baseline that "changed" is measured against must
+    hold them too; otherwise an untouched checkbox would count as a change.
+    """
+    try:
+        node = effective(schema, root, value if isinstance(value, dict) else None)
+    except Unrenderable:
+        return value
+    kind = widget_kind(node, depth)
+    if kind == "object" and isinstance(value, dict):
+        filled = dict(value)
+        for name, sub in (node.get("properties") or {}).items():
+            if name in filled:
+                filled[name] = complete(sub, root, filled[name], depth + 1)
+            else:
+                fresh = prefill(sub, root, depth + 1)
+                if fresh is not MISSING:
+                    filled[name] = complete(sub, root, fresh, depth + 1)
+        return filled
+    if kind == "union" and value is not MISSING:
+        branches = variants(node, root) or []
+        if branches:
+            return complete(branches[variant_for(value, branches, root)], root, value, depth + 1)
+    if kind == "array" and isinstance(value, list):
+        return [complete(node.get("items", {}), root, item, depth + 1) for item in value]
+    return value

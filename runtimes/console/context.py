@@ -1,0 +1,21 @@
+"""Template context for every console page: which navigation actions the user may take.
+
+Registered as a context processor (``runtimes.console.context.console``) so base.html offers
+"Publish" only to users who can publish somewhere; without it the link simply is not shown.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpRequest
+from django.utils.functional import SimpleLazyObject
+
+from runtimes import access
+
+
+def console(request: HttpRequest) -> dict[str, Any]:
+    user = getattr(request, "user", None)
+    if user is None or not user.is_authenticated:
+        return {"nav": {}}
+    return {"nav": SimpleLazyObject(lambda: {"can_publish": bool(access.writable_projects(user))})}
