@@ -32,7 +32,11 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         logging.getLogger("nodus").setLevel(logging.INFO)
         if options["once"]:
-            outcomes = Controller(controller_settings.from_django()).sync_once()
+            controller = Controller(controller_settings.from_django())
+            try:
+                outcomes = controller.sync_once()
+            finally:
+                controller.sources.close()
             for (namespace, name), outcome in sorted(outcomes.items()):
                 verdict = outcome.verdict
                 state = f"{verdict.status} {verdict.reason}" if verdict else "gone"
