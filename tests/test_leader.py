@@ -136,9 +136,9 @@ def test_an_advisory_lock_has_one_holder_and_frees_when_its_session_ends() -> No
         second.release()
 
 
-@pytest.fixture
-def postgres_database(tmp_path: Path) -> Iterator[str]:
-    """A migrated database of this test's own; yields its DATABASE_URL."""
+@pytest.fixture(scope="module")
+def postgres_database(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A migrated database of this module's own; yields its DATABASE_URL."""
     psycopg = _psycopg()
     name = f"nodus_leader_{secrets.token_hex(4)}"
     with psycopg.connect(**PG_ADMIN, autocommit=True) as admin:  # type: ignore[attr-defined]
@@ -148,7 +148,7 @@ def postgres_database(tmp_path: Path) -> Iterator[str]:
         subprocess.run(
             [sys.executable, "manage.py", "migrate", "-v0"],
             cwd=ROOT,
-            env=_env(url, tmp_path),
+            env=_env(url, tmp_path_factory.mktemp("migrate")),
             check=True,
             timeout=120,
         )

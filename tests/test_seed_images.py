@@ -41,7 +41,9 @@ def catalog_users() -> dict[str, str]:
     return users
 
 
-def test_seed_then_one_pass_makes_the_catalog_ready_and_verified(data_dir: Path) -> None:
+def test_seed_then_one_pass_makes_the_catalog_ready_and_verified_by_the_data_dir_key(
+    data_dir: Path,
+) -> None:
     call_command("seed", verbosity=0)
 
     outcomes = Controller(from_django()).sync_once()
@@ -67,19 +69,13 @@ def test_seed_then_one_pass_makes_the_catalog_ready_and_verified(data_dir: Path)
     assert example["status"]["phase"] == "Ready"
     assert example["status"]["conditions"][0]["reason"] == "DigestResolved"
     assert all(outcome.written for outcome in outcomes.values())
-
-
-def test_seed_keeps_its_key_private_and_trusted_by_default(data_dir: Path) -> None:
-    call_command("seed", verbosity=0)
-
+    # The key pair that signed them: private to its owner, its public half trusted by default.
     keys = data_dir / "keys"
     assert stat.S_IMODE((keys / "cosign.key").stat().st_mode) == 0o600
     assert from_django().trusted_key_paths == (keys / "cosign.pub",)
-    sidecar_image = store.get(runtime_type(), "nodus", "grpo-vllm")["spec"]["defaults"]["sidecars"][
-        0
-    ]["image"]
+    sidecar = store.get(rt, "nodus", "grpo-vllm")["spec"]["defaults"]["sidecars"][0]["image"]
     trusted = TrustedKey.from_pem((keys / "cosign.pub").read_bytes())
-    assert verify_image(LayoutStore(data_dir / "oci-layout"), sidecar_image, [trusted])
+    assert verify_image(LayoutStore(data_dir / "oci-layout"), sidecar, [trusted])
 
 
 def test_a_second_seed_writes_nothing(data_dir: Path) -> None:
