@@ -34,7 +34,7 @@ def role_in(user: User, project: str) -> str | None:
     if not user.is_authenticated:
         return None
     return (
-        Membership.objects.filter(user=user, project_id=project)
+        Membership.objects.filter(user_id=user.pk, project_id=project)
         .values_list("role", flat=True)
         .first()
     )
@@ -60,7 +60,8 @@ def readable_projects(user: User) -> list[str] | None:
     """The projects whose objects `user` may read; None means all of them."""
     if is_platform_admin(user):
         return None
-    names = set(Membership.objects.filter(user=user).values_list("project_id", flat=True))
+    # An anonymous user matches no membership; django-stubs can't know the user model is ours.
+    names = set(Membership.objects.filter(user=user).values_list("project_id", flat=True))  # type: ignore[misc]
     names.add(MANAGED_PROJECT)
     return sorted(names)
 
@@ -69,7 +70,7 @@ def writable_projects(user: User) -> list[str]:
     if is_platform_admin(user):
         return list(Project.objects.order_by("name").values_list("name", flat=True))
     return sorted(
-        Membership.objects.filter(user=user, role__in=[Role.EDITOR, Role.ADMIN])
+        Membership.objects.filter(user=user, role__in=[Role.EDITOR, Role.ADMIN])  # type: ignore[misc]
         .exclude(project_id=MANAGED_PROJECT)
         .values_list("project_id", flat=True)
     )

@@ -43,5 +43,7 @@ def ensure_demo_project(admin: AbstractUser) -> Project:
     project, _ = Project.objects.get_or_create(
         name=DEMO_PROJECT, defaults={"display_name": "Demo project"}
     )
-    Membership.objects.get_or_create(project=project, user=admin, defaults={"role": Role.ADMIN})
+    Membership.objects.get_or_create(
+        project=project, user_id=admin.pk, defaults={"role": Role.ADMIN}
+    )
     return project

@@ -67,7 +67,7 @@ class Snapshot:
         for ns, name in (k for k in keys if k not in known):
             # Changed after we listed the keys: its first event after R is new, but still
             # carries the state at R.
-            prev = (
+            at_r = (
                 Event.objects.filter(
                     resource=self.resource, namespace=ns, name=name, revision__gt=self.revision
                 )
@@ -75,8 +75,8 @@ class Snapshot:
                 .values_list("prev_body", flat=True)
                 .first()
             )
-            if prev:
-                result[(ns, name)] = orjson.loads(prev)
+            if at_r:
+                result[(ns, name)] = orjson.loads(at_r)
         if compaction.is_expired(self.revision):
             raise Compacted
         return result

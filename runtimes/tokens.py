@@ -21,7 +21,7 @@ def create_token(user: AbstractBaseUser, name: str) -> tuple[ApiToken, str]:
     """Returns the stored row and the token itself, which is never stored or shown again."""
     token = PREFIX + secrets.token_urlsafe(32)
     row = ApiToken.objects.create(
-        user=user, name=name, digest=digest(token), prefix=token[: len(PREFIX) + 6]
+        user_id=user.pk, name=name, digest=digest(token), prefix=token[: len(PREFIX) + 6]
     )
     return row, token
 

@@ -152,7 +152,7 @@ def list_page(rt: ResourceType, namespace: str | None, opts: ListOptions) -> Pag
                 len(keys) - limit,
             )
         return Page(items, snap.revision)
-    items: list[Obj] = []
+    items = []
     last: Key | None = None
     for start in range(0, len(keys), SCAN_CHUNK):
         for obj in with_snapshot.bodies(keys[start : start + SCAN_CHUNK]):

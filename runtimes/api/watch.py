@@ -83,6 +83,6 @@ async def watch(
         if error.reason == "Unauthorized":
             response["WWW-Authenticate"] = 'Bearer realm="nodus"'
         return response
-    response = StreamingHttpResponse(_lines(plan), content_type="application/json")
-    response["Cache-Control"] = "no-cache, private"
-    return response
+    stream = StreamingHttpResponse(_lines(plan), content_type="application/json")
+    stream["Cache-Control"] = "no-cache, private"
+    return stream
