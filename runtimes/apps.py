@@ -6,3 +6,9 @@ from django.apps import AppConfig
 class RuntimesConfig(AppConfig):
     name = "runtimes"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from runtimes import events, nudge
+
+        # Every process that writes tells the others, hub or no hub (see runtimes.nudge).
+        events.subscribe(nudge.published)

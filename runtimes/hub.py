@@ -35,7 +35,7 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import close_old_connections, connection
 
-from runtimes import compaction, events
+from runtimes import compaction, events, nudge
 from runtimes.models import Event, RevisionCounter
 
 log = logging.getLogger("nodus.hub")
@@ -142,9 +142,6 @@ class Hub:
         self._stop = threading.Event()
         self._floor = 0
         self._floor_read_at = 0.0
-        from runtimes.nudge import Nudger
-
-        self.nudger = Nudger(self.wake)
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -154,13 +151,15 @@ class Hub:
         self.last = self.ring_from = _closing(_current_revision)()
         self._thread = threading.Thread(target=self._run, name="nodus-hub", daemon=True)
         self._thread.start()
-        self.nudger.start()
-        events.subscribe(self._on_published)
+        # Other processes' commits wake us through the process's nudger; our own commits
+        # reach it (and through it the other processes) whether or not a hub runs here.
+        nudge.process_nudger().listen(self.wake)
+        events.subscribe(self.wake)
 
     def stop(self) -> None:
-        events.unsubscribe(self._on_published)
+        events.unsubscribe(self.wake)
+        nudge.process_nudger().unlisten(self.wake)
         self._stop.set()
-        self.nudger.stop()
         self.wake()
         if self._thread is not None:
             self._thread.join(5)
@@ -169,10 +168,6 @@ class Hub:
 
     def wake(self, _revision: int = 0) -> None:
         self._wake.set()
-
-    def _on_published(self, revision: int) -> None:
-        self.nudger.note_local(revision)
-        self.wake()
 
     # -- the dispatcher thread -------------------------------------------------------------
 

@@ -6,8 +6,13 @@ process's hub wakes and re-reads the log from its last delivered revision, so al
 deliver the same ordered stream. A lost nudge costs latency, never correctness: hubs also poll.
 
 With the in-memory layer (the embedded default: one process) there is nobody to nudge, so the
-nudger stays idle. The hub runs its own event loop in its own thread, so it gets its own layer
-instance and its own thread rather than sharing a layer bound to daphne's loop.
+nudger stays idle. The nudger runs its own event loop in its own thread, so it gets its own layer
+instance rather than sharing a layer bound to daphne's loop.
+
+There is one nudger per process (`process_nudger`), and it sends for every local commit
+(`published`, subscribed to `runtimes.events` when the app loads) whether or not this process
+has a hub: a worker that only serves writes never starts one, yet the workers watching must hear
+of its writes at once rather than on their next poll. A hub listens on the same nudger.
 """
 
 from __future__ import annotations
@@ -48,14 +53,22 @@ class Nudger:
     Runs its own event loop in its own thread (only when a cross-process layer is set up).
     """
 
-    def __init__(self, on_nudge: Callable[[int], None]) -> None:
+    def __init__(self, on_nudge: Callable[[int], None] | None = None) -> None:
         self.origin = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
-        self.on_nudge = on_nudge
+        self.listeners: list[Callable[[int], None]] = [on_nudge] if on_nudge else []
         self.layer: Any | None = None
         self._pending = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wake: asyncio.Event | None = None
         self._thread: threading.Thread | None = None
+
+    def listen(self, listener: Callable[[int], None]) -> None:
+        if listener not in self.listeners:
+            self.listeners.append(listener)
+
+    def unlisten(self, listener: Callable[[int], None]) -> None:
+        if listener in self.listeners:
+            self.listeners.remove(listener)
 
     @property
     def enabled(self) -> bool:
@@ -126,4 +139,24 @@ class Nudger:
                 await asyncio.sleep(1.0)
                 continue
             if message.get("origin") != self.origin:
-                self.on_nudge(int(message.get("revision") or 0))
+                for listener in list(self.listeners):
+                    listener(int(message.get("revision") or 0))
+
+
+_process: Nudger | None = None
+_process_lock = threading.Lock()
+
+
+def process_nudger() -> Nudger:
+    """This process's nudger, started on first use (idle without a cross-process layer)."""
+    global _process
+    with _process_lock:
+        if _process is None:
+            _process = Nudger()
+            _process.start()
+        return _process
+
+
+def published(revision: int) -> None:
+    """A local commit (a `runtimes.events` listener): tell the other processes."""
+    process_nudger().note_local(revision)
