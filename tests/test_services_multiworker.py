@@ -7,7 +7,8 @@ nudge, after which B re-reads the event log in revision order. Eight writer thre
 patch runtimes through A; on B two watchers stream from a resourceVersion without a break and a
 third drops its connection every ~2 s and resumes from the last resourceVersion it received
 (checklist item 45). Each must end up with exactly the revisions the event table holds for the
-namespace, once each, in increasing order.
+namespace, once each, in increasing order. And a write on A reaches a watcher on B at once,
+not on B's next poll of the log: the writer's process nudges even when it has no hub itself.
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ def _require(host: str, port: int, what: str) -> None:
         pytest.skip(f"needs {what} on {host}:{port}")
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def database() -> Iterator[str]:
     """A fresh PostgreSQL database; its DATABASE_URL. Dropped afterwards, connections and all."""
     _require(PG_HOST, PG_PORT, "PostgreSQL")
@@ -76,7 +77,7 @@ def database() -> Iterator[str]:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def redis_url() -> Iterator[str]:
     """A Redis database number of its own, so this run's nudges are not mixed with others'.
 
@@ -149,7 +150,7 @@ def _wait_until_up(url: str, process: subprocess.Popen[bytes], log: Path) -> Non
     raise RuntimeError(f"daphne at {url} did not answer within 30 s:\n{log.read_text()}")
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def cluster(database: str, redis_url: str) -> Iterator[Cluster]:
     data_dir = Path(tempfile.mkdtemp(prefix="nodus-multiworker-"))
     env = _environment(database, redis_url, data_dir)
@@ -216,6 +217,7 @@ class Watcher:
     resume_every: float | None = None  # None: one connection throughout
     read_timeout: float = 15.0
     seen: list[tuple[int, str]] = field(default_factory=list)
+    arrivals: dict[int, float] = field(default_factory=dict)  # revision: time.monotonic()
     errors: list[str] = field(default_factory=list)
     connections: int = 0
     stop: threading.Event = field(default_factory=threading.Event)
@@ -252,6 +254,7 @@ class Watcher:
                     if event["type"] in ("ADDED", "MODIFIED", "DELETED"):
                         revision = int(event["object"]["metadata"]["resourceVersion"])
                         self.seen.append((revision, event["type"]))
+                        self.arrivals[revision] = time.monotonic()
                     elif event["type"] == "ERROR":
                         self.errors.append(str(event["object"]))
                 if self.stop.is_set() or (hang_up is not None and time.monotonic() > hang_up):
@@ -355,3 +358,37 @@ def test_it_delivers_every_revision_once_in_order_across_workers(cluster: Cluste
         f"{watchers[2].connections} times; caught up {caught_up:.2f} s after the last write; "
         f"test body took {time.monotonic() - started:.1f} s"
     )
+
+
+def test_it_wakes_the_other_worker_at_once_rather_than_on_its_next_poll(
+    cluster: Cluster,
+) -> None:
+    """Worker A serves only writes here, so it has no hub; its commits must still nudge B.
+
+    Without the nudge B finds each write on its next poll of the log (every second), so the
+    delay after the writer's response is spread over [0, 1) s; with it, milliseconds.
+    """
+    with cluster.client(0, timeout=30) as a:
+        a.post(COLLECTION, json=runtime_manifest("prompt")).raise_for_status()
+        start = int(a.get(f"{COLLECTION}/prompt").json()["metadata"]["resourceVersion"])
+    watcher = Watcher(cluster, start)
+    arrivals = watcher.arrivals
+    thread = threading.Thread(target=watcher.run, daemon=True)
+    thread.start()
+    time.sleep(1.0)  # connected and idle
+    answered: dict[int, float] = {}
+    with cluster.client(0, timeout=30) as a:
+        for i in range(12):
+            body = orjson.dumps({"metadata": {"labels": {"i": str(i)}}})
+            response = a.patch(f"{COLLECTION}/prompt", content=body, headers=MERGE)
+            response.raise_for_status()
+            answered[int(response.json()["metadata"]["resourceVersion"])] = time.monotonic()
+            time.sleep(0.25)
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and not set(answered) <= set(arrivals):
+        time.sleep(0.05)
+    watcher.stop.set()
+    assert set(answered) <= set(arrivals), "the watcher on B missed writes made on A"
+    delays = sorted(arrivals[r] - t for r, t in answered.items())
+    # Polling alone would put about 60% of the delays over 0.4 s; allow two slow ones.
+    assert sum(d > 0.4 for d in delays) <= 2, [round(d, 3) for d in delays]
