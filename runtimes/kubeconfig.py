@@ -9,7 +9,7 @@ from runtimes import access
 from runtimes.tokens import create_token
 
 
-def default_project(user: AbstractBaseUser) -> str:
+def default_project(user: access.User) -> str:
     writable = access.writable_projects(user)
     return (
         writable[0] if writable and not access.is_platform_admin(user) else access.MANAGED_PROJECT

@@ -25,7 +25,7 @@ MANAGE = "manage-members"
 
 
 @login_required
-def tokens(request: HttpRequest) -> HttpResponse:
+def tokens(request: access.AuthenticatedHttpRequest) -> HttpResponse:
     new_token = ""
     problem = ""
     if request.method == "POST":
@@ -49,7 +49,7 @@ def revoke(request: HttpRequest, token_id: int) -> HttpResponse:
 
 @login_required
 @require_POST
-def download_kubeconfig(request: HttpRequest) -> HttpResponse:
+def download_kubeconfig(request: access.AuthenticatedHttpRequest) -> HttpResponse:
     server = settings.NODUS_PUBLIC_URL or request.build_absolute_uri("/")
     text = kubeconfig(request.user, server, token_name="kubeconfig (console)")
     response = HttpResponse(text, content_type="application/yaml; charset=utf-8")
@@ -58,7 +58,7 @@ def download_kubeconfig(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
-def projects(request: HttpRequest) -> HttpResponse:
+def projects(request: access.AuthenticatedHttpRequest) -> HttpResponse:
     readable = access.readable_projects(request.user)
     rows = Project.objects.order_by("name")
     if readable is not None:
@@ -93,7 +93,10 @@ def _change_members(request: HttpRequest, project: Project) -> str:
             return "Unknown role."
         Membership.objects.update_or_create(project=project, user=user, defaults={"role": role})
         return ""
-    membership = Membership.objects.filter(project=project, pk=request.POST.get("member")).first()
+    # No member id matches no membership (pk 0 is never handed out).
+    membership = Membership.objects.filter(
+        project=project, pk=request.POST.get("member") or 0
+    ).first()
     if membership is None:
         return "That membership no longer exists."
     last_admin = membership.role == Role.ADMIN and _admins(project) == 1

@@ -89,7 +89,7 @@ def runtime_fragments(watch: Watch, event: HubEvent) -> list[str]:
         ]
     context = pages.page_context(None, event.object, "", user=watch.user)
     context["oob"] = True
-    out = []
+    out: list[str] = []
     if "runtime-header" in watch.present:
         out.append(render_to_string("_partials/_runtime_header.html", context))
     if "runtime-status" in watch.present:

@@ -59,7 +59,9 @@ def evaluate(
     if isinstance(parsed, manifests.ParseError):
         return Verdict(False, [Cause("", parsed.message, parsed.line)], parsed.message), None
     body: Obj = parsed
-    meta = body.get("metadata") if isinstance(body.get("metadata"), dict) else {}
+    meta = body.get("metadata")
+    if not isinstance(meta, dict):
+        meta = {}
     if meta.get("namespace") not in (None, "", project):
         cause = Cause(
             "metadata.namespace", f"must be {project!r}, the project you publish to", None
