@@ -8,6 +8,7 @@ exercises discovery from a cold cache.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -188,6 +189,29 @@ def test_it_deletes_and_waits_for_finalizers(kc: Kc, tmp_path: Path) -> None:
     remove = '[{"op":"remove","path":"/metadata/finalizers"}]'
     ok(kubectl("patch", "tr", "held", "--type", "json", "-p", remove))
     assert "(NotFound)" in failed(kubectl("get", "tr", "held")).stderr
+
+
+def test_it_blocks_a_delete_until_the_last_finalizer_goes(kc: Kc, tmp_path: Path) -> None:
+    kubectl = kc()
+    held = runtime_manifest("blocked")
+    held["metadata"]["finalizers"] = ["nodus.dev/cleanup"]
+    ok(kubectl("create", "-f", write(tmp_path, held)))
+    deleting = kubectl.start("delete", "tr", "blocked", "--timeout=30s")
+    try:
+        deadline = time.monotonic() + 15
+        while not get(kubectl, "blocked")["metadata"].get("deletionTimestamp"):
+            assert time.monotonic() < deadline, "the delete never reached the server"
+            time.sleep(0.1)
+        time.sleep(0.5)
+        assert deleting.poll() is None, "kubectl returned while a finalizer was still there"
+        remove = '[{"op":"remove","path":"/metadata/finalizers"}]'
+        ok(kubectl("patch", "tr", "blocked", "--type", "json", "-p", remove))
+        out, err = deleting.communicate(timeout=20)
+    finally:
+        if deleting.poll() is None:
+            deleting.kill()
+    assert deleting.returncode == 0, err
+    assert 'trainingruntime.nodus.dev "blocked" deleted' in out
 
 
 def test_it_explains_fields_from_the_openapi_document(kc: Kc) -> None:

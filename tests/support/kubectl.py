@@ -110,6 +110,32 @@ class Kubectl:
         self.config.write_text(kubeconfig(server, token, ca_pem, namespace))
         self.cache_dir = home / "cache"
 
+    def command(self, *args: str) -> list[str]:
+        return [
+            str(self.binary),
+            f"--kubeconfig={self.config}",
+            f"--cache-dir={self.cache_dir}",
+            *args,
+        ]
+
+    def environment(self, env: dict[str, str] | None = None) -> dict[str, str]:
+        return {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": str(self.home),
+            "KUBECONFIG": str(self.config),
+            **(env or {}),
+        }
+
+    def start(self, *args: str) -> subprocess.Popen[str]:
+        """Starts kubectl without waiting, for commands that block (delete, wait, get -w)."""
+        return subprocess.Popen(
+            self.command(*args),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=self.environment(),
+        )
+
     def __call__(
         self,
         *args: str,
@@ -117,24 +143,12 @@ class Kubectl:
         env: dict[str, str] | None = None,
         timeout: float = 60,
     ) -> Result:
-        command = [
-            str(self.binary),
-            f"--kubeconfig={self.config}",
-            f"--cache-dir={self.cache_dir}",
-            *args,
-        ]
-        environment = {
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-            "HOME": str(self.home),
-            "KUBECONFIG": str(self.config),
-            **(env or {}),
-        }
         done = subprocess.run(
-            command,
+            self.command(*args),
             input=stdin,
             capture_output=True,
             text=True,
-            env=environment,
+            env=self.environment(env),
             timeout=timeout,
             check=False,
         )
