@@ -37,9 +37,13 @@ from tests.test_reconcile import (
     verified,
 )
 
+# Threads need committed rows. Serialized rollback restores what the migrations made (the
+# revision counter, project nodus) for the tests after these, as test_console_live does.
+pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
+
 
 @pytest.fixture
-def world(transactional_db: Any, tmp_path: Path) -> World:
+def world(tmp_path: Path) -> World:
     return make_world(tmp_path)
 
 
