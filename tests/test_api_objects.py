@@ -405,6 +405,9 @@ def test_it_stores_and_emits_nothing_on_dry_run(alice: ApiClient) -> None:
     assert status.status_code == 200
     delete = alice.delete(f"{TRS}/sft-demo", {"dryRun": ["All"]})
     assert delete.status_code == 200
+    everything = alice.delete(f"{TRS}?dryRun=All")
+    assert everything.status_code == 200
+    assert [o["metadata"]["name"] for o in everything.json_body["items"]] == ["sft-demo"]
     assert snapshot() == before
     assert alice.get(f"{TRS}/sft-demo").json_body["spec"]["task"] == "SFT"
     assert alice.get(f"{TRS}/dry").status_code == 404
@@ -480,3 +483,39 @@ def test_it_answers_namespace_not_found_for_unknown_projects(
         assert response.status_code == 404, (who, response.json_body)
         assert response.json_body["message"] == 'namespaces "nope" not found'
     assert StoredObject.objects.filter(namespace="nope").count() == 0
+
+
+def test_it_refuses_new_finalizers_on_an_object_being_deleted(alice: ApiClient) -> None:
+    created(alice)
+    alice.patch(f"{TRS}/sft-demo", {"metadata": {"finalizers": ["nodus.dev/a"]}})
+    alice.delete(f"{TRS}/sft-demo")
+    before = snapshot()
+    response = alice.patch(
+        f"{TRS}/sft-demo", {"metadata": {"finalizers": ["nodus.dev/a", "nodus.dev/b"]}}
+    )
+    assert response.status_code == 422
+    assert (
+        "no new finalizers can be added if the object is being deleted"
+        in (response.json_body["message"])
+    )
+    assert snapshot() == before
+
+
+def test_it_deletes_a_collection_by_label(alice: ApiClient) -> None:
+    created(alice, "a")
+    created(alice, "b")
+    alice.patch(f"{TRS}/b", {"metadata": {"labels": {"app": "other"}}})
+    response = alice.delete(f"{TRS}?labelSelector=app%3Dtrainer")
+    assert response.status_code == 200
+    assert [o["metadata"]["name"] for o in response.json_body["items"]] == ["a"]
+    assert alice.get(f"{TRS}/a").status_code == 404
+    assert alice.get(f"{TRS}/b").status_code == 200
+
+
+def test_it_accepts_only_patch_media_types_on_patch(alice: ApiClient) -> None:
+    created(alice)
+    response = alice.patch(f"{TRS}/sft-demo", {"spec": {"task": "DPO"}}, "application/json")
+    assert response.status_code == 415
+    assert response.json_body["message"].endswith(
+        "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"
+    )
