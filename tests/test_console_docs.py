@@ -58,7 +58,8 @@ def test_it_shows_enums_defaults_and_types() -> None:
     assert fields["spec.image"].required
     body = Client().get("/docs/api").content.decode()
     assert "<code>Deepspeed</code>" in body
-    assert "<code>/nodus/state</code>" in body
+    assert "<code>&quot;/nodus/state&quot;</code>" in body
+    assert "<code>[&quot;Train&quot;]</code>" in body
 
 
 def test_it_links_status_docs_to_a_page_that_exists(api: Any) -> None:

@@ -40,7 +40,10 @@ def test_it_shows_each_cause_beside_its_line(actors: dict[str, Any]) -> None:
         .content.decode()
     )
     line = text.splitlines().index("  task: Juggling") + 1
-    assert f'<span class="muted">line {line}</span> <span class="field">spec.task</span>' in body
+    assert (
+        f'data-goto-line="{line}" aria-label="Go to line {line}">line {line}</button> <span class="field">spec.task</span>'
+        in body
+    )
     assert "Unsupported value" in body
     assert not store.list_objects(TRAINING_RUNTIMES, "demo")[0]  # a dry run stores nothing
 

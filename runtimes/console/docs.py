@@ -7,6 +7,7 @@ rendered from `runtimes.errors.REASONS`, so a reason cannot lack its page. `/doc
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +30,11 @@ class FieldDoc:
     default: Any
     constraints: tuple[str, ...]
     description: str
+
+    @property
+    def default_text(self) -> str:
+        """JSON, as a manifest would carry it (``["Train"]``, ``true``)."""
+        return "" if self.default is None else json.dumps(self.default)
 
     @property
     def anchor(self) -> str:

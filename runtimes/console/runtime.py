@@ -174,7 +174,17 @@ def presets(request: HttpRequest, obj: Obj) -> dict[str, Any]:
     rows = []
     for preset in spec.get("presets") or []:
         resources = preset_resources(spec, preset)
-        rows.append({"preset": preset, "resources": resources, "matches": matches_for(resources)})
+        matches = matches_for(resources)
+        prices = [o.price for m in matches for o in m.offerings]
+        rows.append(
+            {
+                "preset": preset,
+                "resources": resources,
+                "matches": matches,
+                "fitting": sum(1 for m in matches if m.fits),
+                "cheapest": min(prices) if prices else None,
+            }
+        )
     defaults = (spec.get("defaults") or {}).get("resources") or {}
     return {
         "presets": rows,

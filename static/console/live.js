@@ -67,3 +67,22 @@ document.addEventListener("click", function (event) {
     setTimeout(function () { button.textContent = label; }, 1500);
   }, function () { /* clipboard refused (insecure origin): the text stays selectable */ });
 });
+
+// "line N" buttons beside a publish cause select that line in the manifest editor.
+document.addEventListener("click", function (event) {
+  var button = event.target.closest && event.target.closest("[data-goto-line]");
+  var editor = document.getElementById("publish-manifest");
+  if (!button || !editor) return;
+  var lines = editor.value.split("\n");
+  var line = Math.min(Number(button.dataset.gotoLine), lines.length) - 1;
+  var start = lines.slice(0, line).join("\n").length + (line > 0 ? 1 : 0);
+  editor.focus();
+  editor.setSelectionRange(start, start + lines[line].length);
+  editor.scrollTop = Math.max(0, line - 3) * parseFloat(getComputedStyle(editor).lineHeight || "18");
+});
+
+// On narrow screens the filter panel starts folded, so the results come first.
+document.addEventListener("htmx:load", function (event) {
+  var panel = event.target.querySelector && event.target.querySelector(".facet-panel");
+  if (panel && window.matchMedia("(max-width: 800px)").matches && !location.search) panel.open = false;
+});

@@ -1,0 +1,99 @@
+"""Playwright (sync) against a live daphne: Debian's Chromium, one browser per session.
+
+Every page records console errors and uncaught exceptions; a test fails if any appear.
+Screenshots go to test-artifacts/screenshots/ (gitignored).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import Browser, Page, sync_playwright
+
+from tests.support.liveserver import LiveServer, daphne_server  # noqa: F401
+
+CHROMIUM = "/usr/bin/chromium"
+SHOTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "screenshots"
+ARGS = [
+    "--no-sandbox",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--headless",
+]
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Browser]:
+    if not Path(CHROMIUM).exists():
+        pytest.skip("chromium is not installed (apt-get install -y chromium)")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield browser
+        browser.close()
+
+
+class Session:
+    """A signed-in page plus the errors its console reported."""
+
+    def __init__(self, page: Page, server: LiveServer) -> None:
+        self.page = page
+        self.server = server
+        self.errors: list[str] = []
+        page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: self.errors.append(str(e)))
+        page.on(
+            "response",
+            lambda r: self.errors.append(f"{r.status} {r.url}") if r.status >= 400 else None,
+        )
+
+    def go(self, path: str) -> Page:
+        self.page.goto(self.server.url + path)
+        return self.page
+
+    def login(self, who: str) -> Session:
+        self.go("/login")
+        self.page.fill("#id_username", who)
+        self.page.fill("#id_password", f"{who}-pass")
+        self.page.click("button[type=submit]")
+        self.page.wait_for_url(self.server.url + "/")
+        return self
+
+    def wait_live(self) -> None:
+        self.page.wait_for_selector('#live[data-state="live"]', timeout=10_000)
+
+    def shot(self, name: str, full_page: bool = True) -> Path:
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        path = SHOTS / f"{name}.png"
+        self.page.screenshot(path=str(path), full_page=full_page)
+        return path
+
+
+@pytest.fixture
+def session_for(
+    browser: Browser,
+    daphne_server: LiveServer,  # noqa: F811
+) -> Iterator[Any]:
+    opened: list[tuple[Any, Session]] = []
+
+    def make(
+        who: str | None = None, color_scheme: str = "light", viewport: dict[str, int] | None = None
+    ) -> Session:
+        context = browser.new_context(
+            color_scheme=color_scheme,  # type: ignore[arg-type]
+            viewport=viewport or {"width": 1400, "height": 900},
+        )
+        session = Session(context.new_page(), daphne_server)
+        opened.append((context, session))
+        if who:
+            session.login(who)
+        return session
+
+    yield make
+    problems = [e for _, s in opened for e in s.errors]
+    for context, _ in opened:
+        context.close()
+    assert problems == [], f"browser console errors: {problems}"
