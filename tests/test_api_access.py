@@ -57,7 +57,7 @@ def send(client: ApiClient, verb: str, project: str) -> Any:
         return client.get(collection)
     if verb == "watch":
         # The shared client reads .content, which a streaming (allowed) watch does not have.
-        response = client.client.get(
+        response: Any = client.client.get(
             f"{collection}?watch=true&timeoutSeconds=1", headers=client.headers
         )
         response.json_body = None if response.streaming else orjson.loads(response.content)
