@@ -61,11 +61,15 @@ class CaseSkipped(Exception):
 
 CaseFn = Callable[[Bench], Iterable[Comparison]]
 CASES: dict[str, CaseFn] = {}
+# Cases that run only when named (say, minutes long or needing PostgreSQL and Redis).
+EXPLICIT: set[str] = set()
 
 
-def case(name: str) -> Callable[[CaseFn], CaseFn]:
+def case(name: str, explicit: bool = False) -> Callable[[CaseFn], CaseFn]:
     def register(fn: CaseFn) -> CaseFn:
         CASES[name] = fn
+        if explicit:
+            EXPLICIT.add(name)
         return fn
 
     return register
@@ -91,15 +95,17 @@ def _ms(seconds: float) -> str:
 
 
 def report(results: list[tuple[str, Comparison]]) -> str:
+    width = max([34] + [len(f"{name}: {c.measured.label}") for name, c in results])
+    base = max([34] + [len(c.baseline.label) for _name, c in results])
     header = (
-        f"{'case':<34} {'n':>4} {'p50 ms':>9} {'p99 ms':>9}   "
-        f"{'baseline':<34} {'p50 ms':>9} {'p99 ms':>9} {'ratio':>7}"
+        f"{'case':<{width}} {'n':>5} {'p50 ms':>9} {'p99 ms':>9}   "
+        f"{'baseline':<{base}} {'p50 ms':>9} {'p99 ms':>9} {'ratio':>7}"
     )
     lines = [header, "-" * len(header)]
     for name, c in results:
         lines.append(
-            f"{name + ': ' + c.measured.label:<34.34} {len(c.measured.seconds):>4} "
-            f"{_ms(c.measured.p50)} {_ms(c.measured.p99)}   {c.baseline.label:<34.34} "
+            f"{name + ': ' + c.measured.label:<{width}} {len(c.measured.seconds):>5} "
+            f"{_ms(c.measured.p50)} {_ms(c.measured.p99)}   {c.baseline.label:<{base}} "
             f"{_ms(c.baseline.p50)} {_ms(c.baseline.p99)} {c.ratio:>6.1f}x"
         )
         if c.note:

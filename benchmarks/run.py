@@ -3,6 +3,8 @@
     .venv/bin/python benchmarks/run.py            # every case
     .venv/bin/python benchmarks/run.py http       # only the named ones
     BENCH_REPEAT=300 .venv/bin/python benchmarks/run.py
+    .venv/bin/python benchmarks/run.py scale      # 10,000 runtimes on PostgreSQL and SQLite
+                                                  # (runs only when named; a few minutes)
 
 Runs against a throwaway data dir (SQLite, in-memory channel layer, no controller): a developer's
 .data is never touched. Prints numbers only; nothing here asserts on time.
@@ -34,8 +36,8 @@ def main(selected: list[str]) -> int:
     django.setup()
 
     # Case modules register themselves on import; add new ones here.
-    from benchmarks import http_cases, validation_cases, console_cases  # noqa: F401, I001
-    from benchmarks.harness import CASES, Bench, CaseSkipped, Comparison, report
+    from benchmarks import http_cases, validation_cases, console_cases, scale  # noqa: F401, I001
+    from benchmarks.harness import CASES, EXPLICIT, Bench, CaseSkipped, Comparison, report
     from benchmarks.server import live_server
 
     unknown = [name for name in selected if name not in CASES]
@@ -48,7 +50,7 @@ def main(selected: list[str]) -> int:
     with live_server(data_dir) as server:
         bench.context["server"] = server
         for name, run in CASES.items():
-            if selected and name not in selected:
+            if (selected and name not in selected) or (not selected and name in EXPLICIT):
                 continue
             try:
                 results.extend((name, comparison) for comparison in run(bench))

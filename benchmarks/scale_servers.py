@@ -1,0 +1,224 @@
+"""The scale benchmark's servers: a seeded nodus per database, and the bare fan-out baseline.
+
+Each nodus runs as users run it (`manage.py serve`, daphne, one process): on SQLite it is the
+embedded default; on PostgreSQL it has REDIS_URL too, as a scale-out worker. The embedded
+controller is off, as in the other benchmarks: its registry lookups are not what is measured.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import httpx
+import orjson
+
+from benchmarks.server import free_port
+
+ROOT = Path(__file__).resolve().parent.parent
+PG = ("127.0.0.1", 5432, "postgres")
+REDIS = ("127.0.0.1", 6379)
+REDIS_DB = 12  # nudges only say "re-read the log": sharing a db would cost wake-ups, not data
+
+
+@dataclass
+class Target:
+    """A running, seeded server and how to read its event log's commit times."""
+
+    name: str
+    url: str
+    token: str
+    namespace: str
+    pid: int
+    seeded: dict[str, object]
+    database_url: str  # sqlite:///path or postgres://...
+
+    def client(self, **kw: object) -> httpx.Client:
+        return httpx.Client(
+            base_url=self.url,
+            headers={"Authorization": f"Bearer {self.token}"},
+            timeout=60,
+            **kw,  # type: ignore[arg-type]
+        )
+
+    def committed_at(self, revisions: list[int]) -> dict[int, float]:
+        """Event.created_at (set in the transaction, just before commit) as epoch seconds."""
+        wanted = sorted(revisions)
+        if self.database_url.startswith("sqlite"):
+            with sqlite3.connect(self.database_url.removeprefix("sqlite:///")) as conn:
+                marks = ",".join("?" * len(wanted))
+                sql = f"SELECT revision, created_at FROM runtimes_event WHERE revision IN ({marks})"
+                rows = conn.execute(sql, wanted).fetchall()
+            return {int(r): _epoch(str(t)) for r, t in rows}
+        import psycopg
+
+        url = self.database_url.replace("postgres://", "postgresql://", 1)
+        with psycopg.connect(url) as conn:
+            rows = conn.execute(
+                "SELECT revision, EXTRACT(EPOCH FROM created_at) FROM runtimes_event "
+                "WHERE revision = ANY(%s)",
+                (wanted,),
+            ).fetchall()
+        return {int(r): float(t) for r, t in rows}
+
+
+def _epoch(text: str) -> float:
+    """A datetime as Django keeps it in SQLite (UTC text, without a zone) in epoch seconds."""
+    moment = datetime.fromisoformat(text)
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
+
+
+def listening(host: str, port: int) -> bool:
+    with socket.socket() as probe:
+        probe.settimeout(1)
+        return probe.connect_ex((host, port)) == 0
+
+
+def rss_mb(pid: int) -> tuple[float, float]:
+    """(VmRSS, VmHWM) of a process in MB: now and its peak."""
+    fields = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        if key in ("VmRSS", "VmHWM"):
+            fields[key] = int(value.split()[0]) / 1024
+    return fields.get("VmRSS", 0.0), fields.get("VmHWM", 0.0)
+
+
+def _environment(data_dir: Path, database_url: str, redis_url: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NODUS_", "DATABASE_URL"))}
+    env.pop("REDIS_URL", None)
+    env.update(
+        NODUS_DATA_DIR=str(data_dir),
+        NODUS_EMBEDDED_CONTROLLER="0",
+        NODUS_LOG_LEVEL="WARNING",
+        DJANGO_SETTINGS_MODULE="nodus_console.settings",
+        DATABASE_URL=database_url,
+        PYTHONUNBUFFERED="1",
+    )
+    if redis_url:
+        env["REDIS_URL"] = redis_url
+    return env
+
+
+def _wait_up(url: str, process: subprocess.Popen[bytes], log: Path, path: str = "/livez") -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"server exited: {log.read_text()[-2000:]}")
+        try:
+            if httpx.get(url + path, timeout=1).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.1)
+    raise RuntimeError(f"server at {url} did not come up: {log.read_text()[-2000:]}")
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=10)
+
+
+@contextmanager
+def _database(kind: str, data_dir: Path) -> Iterator[tuple[str, str]]:
+    """(DATABASE_URL, REDIS_URL) for a fresh database of `kind`; dropped afterwards."""
+    if kind == "sqlite":
+        yield f"sqlite:///{data_dir / 'nodus.sqlite3'}", ""
+        return
+    import psycopg
+
+    host, port, user = PG
+    name = f"nodus_bench_{uuid.uuid4().hex[:10]}"
+    admin = f"host={host} port={port} user={user} dbname=postgres"
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield f"postgres://{user}@{host}:{port}/{name}", f"redis://{REDIS[0]}:{REDIS[1]}/{REDIS_DB}"
+    finally:
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@contextmanager
+def seeded_server(kind: str, count: int, namespace: str = "scale") -> Iterator[Target]:
+    data_dir = Path(tempfile.mkdtemp(prefix=f"nodus-scale-{kind}-"))
+    (data_dir / "static").mkdir()
+    try:
+        with _database(kind, data_dir) as (database_url, redis_url):
+            env = _environment(data_dir, database_url, redis_url)
+            seeding = subprocess.run(
+                [sys.executable, "-m", "benchmarks.scale_seed", str(count), namespace],
+                cwd=ROOT,
+                env=env,
+                check=True,
+                capture_output=True,
+                text=True,
+                timeout=600,
+            )
+            seeded = orjson.loads(seeding.stdout.strip().splitlines()[-1])
+            port = free_port()
+            log = data_dir / "daphne.log"
+            with log.open("wb") as out:
+                process = subprocess.Popen(
+                    [sys.executable, "manage.py", "serve", "--no-seed", "--port", str(port)],
+                    cwd=ROOT,
+                    env=env,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                )
+            url = f"http://127.0.0.1:{port}"
+            try:
+                _wait_up(url, process, log)
+                yield Target(
+                    kind,
+                    url,
+                    str(seeded["token"]),
+                    namespace,
+                    process.pid,
+                    seeded,
+                    database_url,
+                )
+            finally:
+                _stop(process)
+    finally:
+        shutil.rmtree(data_dir, ignore_errors=True)
+
+
+@contextmanager
+def fanout_server() -> Iterator[tuple[str, int]]:
+    """The bare broadcast app under daphne: (url, pid)."""
+    port = free_port()
+    log = Path(tempfile.mkdtemp(prefix="nodus-fanout-")) / "daphne.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [
+                *(sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port)),
+                "benchmarks.fanout:application",
+            ],
+            cwd=ROOT,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_up(url, process, log)
+        yield url, process.pid
+    finally:
+        _stop(process)
+        shutil.rmtree(log.parent, ignore_errors=True)
