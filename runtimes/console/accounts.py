@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
@@ -50,8 +49,9 @@ def revoke(request: HttpRequest, token_id: int) -> HttpResponse:
 @login_required
 @require_POST
 def download_kubeconfig(request: access.AuthenticatedHttpRequest) -> HttpResponse:
-    server = settings.NODUS_PUBLIC_URL or request.build_absolute_uri("/")
-    text = kubeconfig(request.user, server, token_name="kubeconfig (console)")
+    text = kubeconfig(
+        request.user, token_name="kubeconfig (console)", host=request.get_host().split(":")[0]
+    )
     response = HttpResponse(text, content_type="application/yaml; charset=utf-8")
     response["Content-Disposition"] = 'attachment; filename="nodus-kubeconfig.yaml"'
     return response

@@ -14,8 +14,6 @@ is kept in the data directory for failing tests to read.
 
 from __future__ import annotations
 
-import datetime
-import ipaddress
 import json
 import os
 import shutil
@@ -110,44 +108,11 @@ def prepare(data_dir: Path) -> dict[str, str]:
 
 
 def self_signed_certificate(folder: Path) -> tuple[Path, Path, bytes]:
-    """A key and a certificate for 127.0.0.1 that is its own CA; returns (key, cert, cert PEM)."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+    """The server's own certificate (see runtimes.tls); returns (key, cert, cert PEM)."""
+    from runtimes.tls import ensure_certificate
 
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "nodus test server")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(
-            x509.SubjectAlternativeName(
-                [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
-            ),
-            critical=False,
-        )
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .sign(key, hashes.SHA256())
-    )
-    key_path, cert_path = folder / "tls.key", folder / "tls.crt"
-    key_path.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.TraditionalOpenSSL,
-            serialization.NoEncryption(),
-        )
-    )
-    pem = cert.public_bytes(serialization.Encoding.PEM)
-    cert_path.write_bytes(pem)
-    return key_path, cert_path, pem
+    key_path, cert_path = ensure_certificate(folder, days=1)
+    return key_path, cert_path, cert_path.read_bytes()
 
 
 def start(data_dir: Path, tokens: dict[str, str]) -> LiveServer:

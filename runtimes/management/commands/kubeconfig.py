@@ -2,19 +2,12 @@
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from runtimes.kubeconfig import kubeconfig
-
-
-def default_server() -> str:
-    host = os.environ.get("HOST", "127.0.0.1")
-    port = os.environ.get("PORT", "8000")
-    return os.environ.get("NODUS_PUBLIC_URL") or f"http://{host}:{port}"
+from runtimes.kubeconfig import api_server, kubeconfig
 
 
 class Command(BaseCommand):
@@ -34,4 +27,9 @@ class Command(BaseCommand):
             raise CommandError(
                 f"no active user {options['user']!r}; create one first (manage.py createuser)"
             )
-        self.stdout.write(kubeconfig(user, options["server"] or default_server()), ending="")
+        server = options["server"] or api_server()
+        if server.startswith("http://"):
+            self.stderr.write(
+                "warning: kubectl sends bearer tokens only over https; use the TLS port"
+            )
+        self.stdout.write(kubeconfig(user, server), ending="")

@@ -1,6 +1,8 @@
 """Runs everything in one process: migrate, seed, the in-process controller and daphne.
 
-`make run` calls this. It prints the console URL, how to log in and how to point kubectl here.
+`make run` calls this. It serves the console over HTTP and the same app over HTTPS with a
+self-signed certificate (client-go sends bearer tokens only over TLS, so kubectl uses that
+port), and prints the URLs, how to log in and how to point kubectl here.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 
 from runtimes.bootstrap import ensure_admin, ensure_demo_project
+from runtimes.tls import ensure_certificate
 
 
 class Command(BaseCommand):
@@ -21,6 +24,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
         parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
+        parser.add_argument("--tls-port", type=int, default=int(os.environ.get("TLS_PORT", "8443")))
         parser.add_argument("--no-seed", action="store_true")
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -29,21 +33,26 @@ class Command(BaseCommand):
         ensure_demo_project(admin)
         if not options["no_seed"]:
             call_command("seed", verbosity=0)
-        host, port = options["host"], options["port"]
-        url = f"http://{host}:{port}"
+        host, port, tls_port = options["host"], options["port"], options["tls_port"]
+        key, cert = ensure_certificate(settings.DATA_DIR / "tls", [host])
+        shown = "127.0.0.1" if host in {"0.0.0.0", "::"} else host  # noqa: S104
+        kept = (
+            ""
+            if os.environ.get("NODUS_ADMIN_PASSWORD")
+            else f"  (kept in {settings.DATA_DIR / 'admin-password'})"
+        )
+        user = admin.get_username()
         self.stdout.write(
             "\n".join(
                 [
                     "",
-                    f"nodus console is running at {url}/",
-                    f"  log in as:   {admin.get_username()} / {password}"
-                    + (
-                        ""
-                        if os.environ.get("NODUS_ADMIN_PASSWORD")
-                        else f"  (kept in {settings.DATA_DIR / 'admin-password'})"
-                    ),
-                    "  kubectl:     .venv/bin/python manage.py kubeconfig --user "
-                    f"{admin.get_username()} --server {url} > nodus.kubeconfig",
+                    "nodus console is running",
+                    f"  console:     http://{shown}:{port}/",
+                    f"  API (TLS):   https://{shown}:{tls_port}  (self-signed; the kubeconfig "
+                    "carries its CA)",
+                    f"  log in as:   {user} / {password}{kept}",
+                    f"  kubectl:     .venv/bin/python manage.py kubeconfig --user {user} "
+                    "> nodus.kubeconfig",
                     "               kubectl --kubeconfig nodus.kubeconfig get tr -n nodus",
                     f"  data:        {settings.DATA_DIR}",
                     "",
@@ -60,9 +69,12 @@ class Command(BaseCommand):
 
         from nodus_console.asgi import application
 
+        interface = f":interface={host}" if host else ""
+        endpoints = build_endpoint_description_strings(host=host, port=port)
+        endpoints.append(f"ssl:{tls_port}{interface}:privateKey={key}:certKey={cert}")
         Server(
             application=application,
-            endpoints=build_endpoint_description_strings(host=host, port=port),
+            endpoints=endpoints,
             http_timeout=None,
             websocket_timeout=86400,
             application_close_timeout=10,
