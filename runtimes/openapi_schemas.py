@@ -88,7 +88,9 @@ def _schema(node: Field, components: dict[str, Schema]) -> Schema:
             out["maxItems"] = node.max_items
     else:
         out = _scalar(node)
-    if node.description:
+    # A property wrapping a component would repeat the component's own description, which
+    # `kubectl explain` then prints twice.
+    if node.description and not node.component:
         out["description"] = node.description
     if node.default is not None:
         out["default"] = node.default

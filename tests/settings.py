@@ -10,3 +10,6 @@ os.environ.setdefault("NODUS_DATA_DIR", tempfile.mkdtemp(prefix="nodus-test-"))
 os.environ.setdefault("NODUS_EMBEDDED_CONTROLLER", "0")
 
 from nodus_console.settings import *  # noqa: F403
+
+# The actors fixture hashes a password per actor per test; PBKDF2 would cost seconds a test.
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
