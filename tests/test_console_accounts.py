@@ -77,3 +77,19 @@ def test_it_keeps_the_last_admin(actors: dict[str, Any]) -> None:
     body = client.post("/projects/demo/members", {"action": "remove", "member": mine.pk}).content
     assert b"keeps at least one admin" in body
     assert Membership.objects.filter(pk=mine.pk).exists()
+
+
+def test_it_offers_publish_in_the_navigation_only_to_editors(actors: dict[str, Any]) -> None:
+    from django.test import RequestFactory
+
+    from runtimes.console.context import console
+
+    def can_publish(who: str) -> bool:
+        request = RequestFactory().get("/")
+        request.user = actors[who]
+        return bool(console(request)["nav"]["can_publish"])
+
+    assert can_publish("alice")
+    assert can_publish("root")
+    assert not can_publish("bob")
+    assert not can_publish("charlie")
