@@ -224,3 +224,23 @@ def test_it_stops_promptly(world: World) -> None:
     thread.join(5)
     assert not thread.is_alive()
     assert time.monotonic() - started < 2.0
+
+
+def test_start_in_process_runs_the_embedded_controller(
+    world: World, settings: Any, tmp_path: Path
+) -> None:
+    from runtimes.controller.loop import start_in_process, stop_in_process
+
+    settings.DATA_DIR = tmp_path
+    settings.NODUS_IMAGE_LAYOUT = str(world.layout.root)
+    settings.NODUS_TRUSTED_KEYS = str(world.root / "cosign.pub")
+    image = publish(world.layout, f"{LAYOUT_REGISTRY}/trainers/embedded:1", key=world.key)
+    thread = start_in_process()
+    try:
+        assert start_in_process() is thread  # one controller per process
+        retrying(lambda: create_runtime("nodus", "embedded", image))
+        wait_for(lambda: phase("nodus", "embedded") == "Ready")
+    finally:
+        stop_in_process()
+    assert not thread.is_alive()
+    assert (tmp_path / "controller.lock").exists()  # SQLite: the leader lock is a file lock

@@ -431,3 +431,16 @@ def test_it_reads_registry_credentials_from_a_json_file(tmp_path: Path) -> None:
     path.write_text(json.dumps({"ghcr.io": {"password": "token"}}))
     with pytest.raises(ValueError, match="username"):
         load_credentials(path)
+
+
+def test_it_keeps_digest_resolved_for_a_signed_user_runtime_and_names_the_key(
+    world: World,
+) -> None:
+    image = publish(world.layout, f"{LAYOUT_REGISTRY}/examples/signed:1", key=world.key)
+    create_runtime("demo", "signed", image)
+
+    world.reconciler().reconcile("demo", "signed")
+
+    condition = verified(status_of("demo", "signed"))
+    assert (condition["status"], condition["reason"]) == ("True", "DigestResolved")
+    assert f"sha256:{world.key.fingerprint}" in condition["message"]

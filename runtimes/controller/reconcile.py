@@ -1,11 +1,11 @@
 """One reconcile of one TrainingRuntime: inspect its image, write what that says into status.
 
 The verdict of an inspection becomes the ``Verified`` condition (metav1.Condition) and the
-phase: True → Ready (reason ``SignatureVerified`` when a trusted key signed the digest, else
-``DigestResolved``), False → Failed with the typed error's name as reason, Unknown → Pending
-while the registry is away (``Transient``: retried with backoff, never Failed). Writes go through
-the status subresource only, and only when something changed; ``lastTransitionTime`` moves only
-when the condition's status does.
+phase: True → Ready (reason ``SignatureVerified`` for managed runtimes, whose signature is
+required; ``DigestResolved`` for the others), False → Failed with the typed error's name as
+reason, Unknown → Pending while the registry is away (``Transient``: retried with backoff, never
+Failed). Writes go through the status subresource only, and only when something changed;
+``lastTransitionTime`` moves only when the condition's status does.
 
 The key fingerprint of a verified signature lives in the Verified condition's message
 (``... signed by trusted key sha256:<hex>``): the contract's status has no field of its own for it.
@@ -92,13 +92,20 @@ def judge(obj: Obj, sources: ImageSources, trusted_keys: Sequence[TrustedKey]) -
         return Verdict("False", exc.reason, _clip(str(exc)))
     except OSError as exc:  # the layout's disk, say: worth another try, not a verdict
         return Verdict("Unknown", RECONCILE_ERROR, _clip(f"reading the image failed: {exc}"))
-    if found.verified:
-        message = f"image {found.digest} is signed by trusted key sha256:{found.key_fingerprint}"
+    signed = f"signed by trusted key sha256:{found.key_fingerprint}"
+    if managed:
+        message = f"image {found.digest} is {signed}"
         return Verdict(
             "True", SIGNATURE_VERIFIED, message, found.digest, found.user, found.key_fingerprint
         )
+    # Outside the managed catalog a signature is not required, so the reason stays
+    # DigestResolved; a signature that does verify is still worth saying.
     message = f"image digest {found.digest} resolved; config user {found.user}"
-    return Verdict("True", DIGEST_RESOLVED, message, found.digest, found.user)
+    if found.verified:
+        message += f"; {signed}"
+    return Verdict(
+        "True", DIGEST_RESOLVED, message, found.digest, found.user, found.key_fingerprint
+    )
 
 
 def desired_status(obj: Obj, verdict: Verdict, now: str) -> Obj:
