@@ -27,103 +27,48 @@ import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from typing import Any
 
-import orjson
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import close_old_connections, connection
 
 from runtimes import compaction, events, nudge
-from runtimes.models import Event, RevisionCounter
+from runtimes.eventlog import (
+    FIELDS,
+    HubEvent,
+    TooOld,
+    closing,
+    parse_event,
+    read_log,
+    run_db,
+    stored_revision,
+)
+from runtimes.models import Event
 
 log = logging.getLogger("nodus.hub")
+
+__all__ = [
+    "Hub",
+    "HubEvent",
+    "Subscription",
+    "SyncSubscription",
+    "TooOld",
+    "TooSlow",
+    "get_hub",
+    "run_db",
+    "shutdown",
+    "subscribe",
+]
 
 Obj = dict[str, Any]
 POLL_SECONDS = 1.0
 PULL_BATCH = 1_000
-LOG_BATCH = 1_000
 FLOOR_REFRESH_SECONDS = 30.0
-
-
-@dataclass(frozen=True)
-class HubEvent:
-    revision: int
-    resource: str
-    namespace: str
-    name: str
-    type: str  # ADDED | MODIFIED | DELETED
-    object: Obj  # after the write; the last state (with the deletion's revision) for DELETED
-    previous: Obj | None  # before the write; None for ADDED
-
-
-class TooOld(Exception):
-    """The start point has been compacted away (410 Expired)."""
-
-    def __init__(self, revision: int, oldest: int) -> None:
-        super().__init__(revision, oldest)
-        self.revision = revision
-        self.oldest = oldest  # the oldest revision one may still start after
 
 
 class TooSlow(Exception):
     """The watcher fell behind the ring after catching up; it must resume or re-list."""
-
-
-def _event(row: tuple[int, str, str, str, str, str, str]) -> HubEvent:
-    revision, resource, namespace, name, type_, body, prev = row
-    return HubEvent(
-        revision,
-        resource,
-        namespace,
-        name,
-        type_,
-        orjson.loads(body),
-        orjson.loads(prev) if prev else None,
-    )
-
-
-_FIELDS = ("revision", "resource", "namespace", "name", "type", "body", "prev_body")
-
-
-def _current_revision() -> int:
-    value = RevisionCounter.objects.filter(pk=1).values_list("value", flat=True).first()
-    return int(value or 0)
-
-
-def read_log(
-    after: int, upto: int, resource: str | None, namespace: str | None
-) -> tuple[list[HubEvent], int]:
-    """Events in (after, upto] from the table, oldest first, and the cursor reached."""
-    rows = Event.objects.filter(revision__gt=after, revision__lte=upto)
-    if resource is not None:
-        rows = rows.filter(resource=resource)
-    if namespace is not None:
-        rows = rows.filter(namespace=namespace)
-    batch = list(rows.order_by("revision").values_list(*_FIELDS)[:LOG_BATCH])
-    # The floor is read after the rows: a compaction that raced us shows up here.
-    if compaction.is_expired(after):
-        raise TooOld(after, compaction.oldest_resumable())
-    reached = batch[-1][0] if len(batch) == LOG_BATCH else upto
-    return [_event(r) for r in batch], reached
-
-
-def _closing(fn: Callable[..., Any]) -> Callable[..., Any]:
-    def run(*args: Any) -> Any:
-        close_old_connections()
-        try:
-            return fn(*args)
-        finally:
-            if not connection.in_atomic_block:
-                connection.close()
-
-    return run
-
-
-async def run_db(fn: Callable[..., Any], *args: Any) -> Any:
-    """Runs a database call off the event loop, on a thread that does not hold a request's."""
-    return await sync_to_async(_closing(fn), thread_sensitive=False)(*args)
 
 
 class Hub:
@@ -148,7 +93,7 @@ class Hub:
     def start(self) -> None:
         if self._thread is not None:
             return
-        self.last = self.ring_from = _closing(_current_revision)()
+        self.last = self.ring_from = closing(stored_revision)()
         self._thread = threading.Thread(target=self._run, name="nodus-hub", daemon=True)
         self._thread.start()
         # Other processes' commits wake us through the process's nudger; our own commits
@@ -191,7 +136,7 @@ class Hub:
 
     def pull(self) -> None:
         """Reads every committed event after `last` into the ring and wakes the watchers."""
-        current = _current_revision()
+        current = stored_revision()
         if current < self.last:
             self._reset(current)  # the store was recreated (tests); start over from it
             return
@@ -199,7 +144,7 @@ class Hub:
             rows = list(
                 Event.objects.filter(revision__gt=self.last)
                 .order_by("revision")
-                .values_list(*_FIELDS)[:PULL_BATCH]
+                .values_list(*FIELDS)[:PULL_BATCH]
             )
             if not rows:
                 # Compacted past us while idle: nothing to replay, the ring restarts here.
@@ -208,7 +153,7 @@ class Hub:
                     self._revisions.clear()
                     self._events.clear()
                 break
-            new = [_event(r) for r in rows]
+            new = [parse_event(r) for r in rows]
             if new[0].revision != self.last + 1 and compaction.floor() > self.last + 1:
                 # Compaction removed events we never read: the ring restarts after the gap, so
                 # nobody is served a stream with a hole in it (they get TooOld/TooSlow).

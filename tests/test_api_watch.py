@@ -336,3 +336,29 @@ def test_it_checks_credentials_and_roles_before_streaming(
             bob, f"{GV}/trainingruntimes?watch=1&labelSelector=t%3D{tag}&timeoutSeconds=1"
         )
         assert [e["object"]["metadata"]["name"] for e in visible.rest()] == [f"hidden-{tag}"]
+
+
+def test_it_keeps_the_initial_events_end_annotation_in_table_bookmarks(
+    alice: httpx.Client, tag: str
+) -> None:
+    create(alice, f"tb-{tag}", tag)
+    path = (
+        f"{DEMO}?watch=1&labelSelector=t%3D{tag}&sendInitialEvents=true"
+        "&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&includeObject=None"
+    )
+    watcher = Watcher(alice, path, Accept=TABLE)
+    try:
+        added, bookmark = watcher.take(2)
+    finally:
+        watcher.close()
+    assert added["type"] == "ADDED"
+    assert added["object"]["columnDefinitions"]
+    assert "object" not in added["object"]["rows"][0]  # includeObject=None
+    assert bookmark["type"] == "BOOKMARK"
+    table = bookmark["object"]
+    assert table["kind"] == "Table"
+    assert table["columnDefinitions"] is None
+    [row] = table["rows"]
+    assert len(row["cells"]) == len(added["object"]["rows"][0]["cells"])
+    assert row["object"]["kind"] == "PartialObjectMetadata"
+    assert row["object"]["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}

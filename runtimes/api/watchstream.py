@@ -138,8 +138,18 @@ class Encoder:
         obj = {"kind": self.rt.kind, "apiVersion": self.rt.api_version, "metadata": meta}
         if self.version is None:
             return {"type": "BOOKMARK", "object": obj}
-        # The row's object stays PartialObjectMetadata so the annotation survives.
-        return {"type": "BOOKMARK", "object": self._table(obj, "Metadata")}
+        # A bookmark has no fields to print; its row's object stays PartialObjectMetadata so
+        # the annotation survives whatever includeObject says (as kube-apiserver does).
+        list_meta = {"resourceVersion": meta["resourceVersion"]}
+        table = tables.table(self.rt, [], self.version, list_meta, "None", not self.columns_sent)
+        table["rows"] = [
+            {
+                "cells": ["", *(None for _ in self.rt.columns), ""],
+                "object": tables.partial_metadata(obj, self.version),
+            }
+        ]
+        self.columns_sent = True
+        return {"type": "BOOKMARK", "object": table}
 
     @staticmethod
     def error(error: errors.ApiError) -> Obj:
