@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -115,3 +117,23 @@ def test_it_lets_only_loopback_or_staff_scrape(
     assert Client().get("/metrics", REMOTE_ADDR="::1").status_code == 200
     monkeypatch.setenv("NODUS_METRICS_ANONYMOUS", "1")
     assert Client().get("/metrics", **remote).status_code == 200
+
+
+async def test_it_counts_a_watch_while_its_stream_is_open(monkeypatch: pytest.MonkeyPatch) -> None:
+    from runtimes.api import watch
+
+    async def one_event_then_wait(_plan: Any) -> Any:
+        yield {"type": "ADDED", "object": {}}
+        await asyncio.Event().wait()  # a quiet watch: nothing more to say
+
+    monkeypatch.setattr(watch, "watch_events", one_event_then_wait)
+    gauge = metrics.OPEN_WATCHES.labels("WATCH", "trainingruntimes")
+    before = gauge._value.get()
+    plan = SimpleNamespace(rt=SimpleNamespace(plural="trainingruntimes"))
+    stream = watch._lines(plan)  # type: ignore[arg-type]
+    assert await anext(stream) == b""  # headers only: not counted yet
+    assert gauge._value.get() == before
+    assert b"ADDED" in await anext(stream)
+    assert gauge._value.get() == before + 1
+    await stream.aclose()  # the client went away
+    assert gauge._value.get() == before

@@ -18,7 +18,7 @@ import orjson
 from django.contrib.auth.models import AnonymousUser
 from django.http import HttpRequest, HttpResponseBase, StreamingHttpResponse
 
-from runtimes import errors
+from runtimes import errors, metrics
 from runtimes.api import media
 from runtimes.api.status import status_response
 from runtimes.api.watchstream import WatchPlan, plan_watch, watch_events
@@ -64,6 +64,8 @@ async def prepare(request: HttpRequest, plural: str, namespace: str | None) -> W
 
 async def _lines(plan: WatchPlan) -> AsyncIterator[bytes]:
     yield b""  # flush the headers now
+    # Counted once the client reads past the headers; a disconnect ends the generator (finally).
+    metrics.watch_opened(plan.rt.plural)
     try:
         async for event in watch_events(plan):
             yield orjson.dumps(event) + b"\n"
@@ -71,6 +73,8 @@ async def _lines(plan: WatchPlan) -> AsyncIterator[bytes]:
         log.exception("watch stream failed")
         error = errors.ApiError("InternalError", "Internal error occurred: the watch failed")
         yield orjson.dumps({"type": "ERROR", "object": error.status()}) + b"\n"
+    finally:
+        metrics.watch_closed(plan.rt.plural)
 
 
 async def watch(
