@@ -9,6 +9,7 @@ kube-apiserver does after etcd compaction, and clients re-list.
 from __future__ import annotations
 
 import logging
+import threading
 
 from django.conf import settings
 from django.db import transaction
@@ -86,3 +87,31 @@ def compact(keep: int | None = None) -> int:
             Event.objects.filter(revision__lte=doomed[-1]).delete()
     log.info("compacted the event log below revision %s", target)
     return target
+
+
+# Every this many revisions a committing process checks whether the log is due for compaction,
+# so the log stays bounded even in a process that never starts a hub.
+CHECK_EVERY = 256
+_running = threading.Lock()
+
+
+def after_commit(revision: int) -> None:
+    """A `runtimes.events` listener: now and then, compact on a short-lived background thread."""
+    if revision % CHECK_EVERY or not _running.acquire(blocking=False):
+        return
+
+    def run() -> None:
+        from django.db import close_old_connections, connection
+
+        try:
+            close_old_connections()
+            if due(revision):
+                compact()
+        except Exception:  # compaction is housekeeping: the next check retries
+            log.warning("event log compaction failed", exc_info=True)
+        finally:
+            if not connection.in_atomic_block:
+                connection.close()
+            _running.release()
+
+    threading.Thread(target=run, name="nodus-compaction", daemon=True).start()

@@ -79,3 +79,26 @@ def test_it_expires_snapshots_older_than_the_floor(rt: Any) -> None:
     kept = snapshots.at(rt.key, "demo", revisions[-2])
     [obj] = kept.bodies(kept.keys)
     assert obj["metadata"]["resourceVersion"] == str(revisions[-2])
+
+
+class InlineThread:
+    """Runs the compaction thread's work at start(), inside the test's transaction."""
+
+    def __init__(self, target: Any, **_kw: Any) -> None:
+        self.target = target
+
+    def start(self) -> None:
+        self.target()
+
+
+def test_it_compacts_every_so_many_commits_without_a_hub(
+    rt: Any, settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(compaction.threading, "Thread", InlineThread)
+    monkeypatch.setattr(compaction, "CHECK_EVERY", 4)
+    settings.NODUS_EVENT_WINDOW = 3
+    revisions = write(rt, 12)
+    compaction.after_commit(next(r for r in revisions[6:] if r % 4))
+    assert compaction.floor() == 0  # only every fourth revision looks
+    compaction.after_commit(next(r for r in revisions[6:] if r % 4 == 0))
+    assert compaction.floor() == revisions[-1] - 3 + 1  # the window, from the current revision
