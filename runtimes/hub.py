@@ -68,7 +68,8 @@ FLOOR_REFRESH_SECONDS = 30.0
 
 
 class TooSlow(Exception):
-    """The watcher fell behind the ring after catching up; it must resume or re-list."""
+    """The watcher fell behind the ring after catching up (or its hub was stopped); it must
+    resume from its last revision or re-list."""
 
 
 class Hub:
@@ -210,7 +211,9 @@ class Hub:
     def add_waiter(self, cursor: int, future: asyncio.Future[None]) -> bool:
         """Registers `future` to be resolved after the next pull; False if already newer."""
         with self._lock:
-            if self.last > cursor or self._stop.is_set():
+            if self._stop.is_set():
+                raise TooSlow  # this hub is gone: resume on the next one
+            if self.last > cursor:
                 return False
             self._waiters.append((future.get_loop(), future))
             return True
@@ -218,6 +221,8 @@ class Hub:
     def wait_sync(self, cursor: int, timeout: float) -> None:
         with self._changed:
             self._changed.wait_for(lambda: self.last > cursor or self._stop.is_set(), timeout)
+            if self._stop.is_set():
+                raise TooSlow
 
     def subscribe(
         self,

@@ -200,3 +200,13 @@ def test_it_nudges_other_processes_over_redis(settings: Any) -> None:
     finally:
         sender.stop()
         receiver.stop()
+
+
+async def test_it_ends_waiting_subscribers_when_the_hub_stops() -> None:
+    stopping = Hub(ring_size=4)
+    stopping.last = stopping.ring_from = 5  # no database needed: everything is in the ring
+    waiting = asyncio.create_task(stopping.subscribe(5).next_batch(10))
+    await asyncio.sleep(0.05)
+    stopping.stop()
+    with pytest.raises(TooSlow):
+        await asyncio.wait_for(waiting, 2)
