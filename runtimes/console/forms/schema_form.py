@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runtimes.compile import deep_merge
-from runtimes.console.forms import keys, values
+from runtimes.console.forms import edits, keys, values
 from runtimes.console.forms.nodes import Node, attach, build, walk
 from runtimes.console.forms.values import MISSING, FormData
 from runtimes.parameters import parameter_errors
@@ -63,8 +63,8 @@ def submitted(schema: Schema, defaults: dict[str, Any] | None, data: FormData) -
     if ":" in op:
         verb, target = op.split(":", 1)
         if verb in ("add", "remove", "up", "down") and target.startswith(keys.ROOT):
-            value = values.edit_array(value, target, verb)
-            value = values.fill_new_items(schema, schema, value)
+            value = edits.edit_array(value, target, verb)
+            value = edits.fill_new_items(schema, schema, value)
     return _finish(schema, value, baseline(schema, defaults), problems, True, picks)
 
 
