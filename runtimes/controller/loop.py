@@ -31,6 +31,25 @@ log = logging.getLogger("nodus.controller")
 
 Key = tuple[str, str]  # (namespace, name)
 EVENT_BATCH = 1000
+CONNECTION_CHECK_SECONDS = 60.0
+
+
+class ConnectionKeeper:
+    """Keeps one thread's database connection across reconciles, dropping it when it breaks.
+
+    ``close_old_connections`` before every unit of work would, with CONN_MAX_AGE=0, open a new
+    PostgreSQL connection per reconcile (tens of milliseconds each). A controller thread lives
+    for hours, so it keeps its connection, and lets Django close it after an error or once a
+    minute (so a restarted database or a changed CONN_MAX_AGE is picked up).
+    """
+
+    def __init__(self) -> None:
+        self._checked = time.monotonic()
+
+    def refresh(self, *, failed: bool = False) -> None:
+        if failed or time.monotonic() - self._checked >= CONNECTION_CHECK_SECONDS:
+            self._checked = time.monotonic()
+            close_old_connections()
 
 
 class Controller:
@@ -114,6 +133,8 @@ class Controller:
 
     def _watch(self, stop: threading.Event) -> None:
         next_resync = time.monotonic() + self.config.resync_seconds
+        keeper = ConnectionKeeper()
+        failed = False
         try:
             while not stop.is_set() and not self.queue.shutting_down:
                 self._nudge.wait(self.config.poll_seconds)
@@ -121,7 +142,8 @@ class Controller:
                 if stop.is_set():
                     break
                 try:
-                    close_old_connections()
+                    keeper.refresh(failed=failed)
+                    failed = False
                     if time.monotonic() >= next_resync:
                         next_resync = time.monotonic() + self.config.resync_seconds
                         self.resync()
@@ -130,6 +152,7 @@ class Controller:
                 except Exception:
                     # The database may be restarting; the next poll tries again.
                     log.exception("controller: reading the event log failed")
+                    failed = True
                     stop.wait(self.config.poll_seconds)
         finally:
             connection.close()
@@ -160,6 +183,8 @@ class Controller:
                 return
 
     def _work(self) -> None:
+        keeper = ConnectionKeeper()
+        failed = False
         try:
             while True:
                 key = self.queue.get(timeout=0.5)
@@ -171,7 +196,8 @@ class Controller:
                     continue
                 self.idle.clear()
                 try:
-                    close_old_connections()
+                    keeper.refresh(failed=failed)
+                    failed = False
                     outcome = self.reconciler.reconcile(*key)
                     if outcome.transient:
                         assert outcome.verdict is not None
@@ -181,6 +207,7 @@ class Controller:
                     else:
                         self.queue.forget(key)
                 except Exception:
+                    failed = True
                     delay = self.queue.add_rate_limited(key)
                     log.exception("%s/%s: reconcile failed; retrying in %.1fs", *key, delay)
                 finally:
