@@ -70,6 +70,24 @@ def _foreign_refs(schema: Any) -> list[tuple[str, Any]]:
     return sorted(found)
 
 
+# Checking a schema against the 2020-12 meta-schema is most of a write's validation, and most
+# writes (a label, a status, a patch elsewhere in the spec) leave the schema as it was: the
+# verdict is remembered by the schema's JSON, for a bounded number of schemas.
+_META_VERDICTS: dict[bytes, tuple[FieldError, ...]] = {}
+_META_VERDICTS_MAX = 512
+
+
+def _meta_schema_errors_cached(schema: dict[str, Any], text: bytes) -> list[FieldError]:
+    verdict = _META_VERDICTS.get(text)
+    if verdict is None:
+        verdict = tuple(_meta_schema_errors(schema))
+        if len(_META_VERDICTS) >= _META_VERDICTS_MAX:
+            # The oldest goes (dicts keep order); another thread may have just taken it.
+            _META_VERDICTS.pop(next(iter(_META_VERDICTS), b""), None)
+        _META_VERDICTS[text] = verdict
+    return list(verdict)
+
+
 def _meta_schema_errors(schema: dict[str, Any]) -> list[FieldError]:
     errors: list[FieldError] = []
     try:
@@ -89,13 +107,13 @@ def parameters_errors(spec: dict[str, Any]) -> list[FieldError]:
     if not isinstance(schema, dict):
         return []  # absent, or a type error the structural check reports
     try:
-        size = len(orjson.dumps(schema))
+        text = orjson.dumps(schema, option=orjson.OPT_SORT_KEYS)
     except orjson.JSONEncodeError as error:
         # orjson refuses non-string keys and more than 254 levels of nesting.
         return [fe.invalid(_PATH, "object", f"is not a JSON document we can store: {error}")]
-    if size > PARAMETERS_MAX_BYTES:
+    if len(text) > PARAMETERS_MAX_BYTES:
         return [fe.too_long(_PATH, PARAMETERS_MAX_BYTES)]
-    errors = _meta_schema_errors(schema)
+    errors = _meta_schema_errors_cached(schema, text)
     dialect = schema.get("$schema")
     if dialect is not None and dialect not in (META_SCHEMA_URI, META_SCHEMA_URI + "#"):
         errors.append(fe.not_supported(_json_path(_PATH, ["$schema"]), dialect, [META_SCHEMA_URI]))
