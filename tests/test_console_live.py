@@ -13,7 +13,7 @@ from django.test import Client
 from nodus_console.asgi import application
 from runtimes import hub, store
 from runtimes.kinds import TRAINING_RUNTIMES
-from runtimes.models import Project
+from runtimes.models import Project, RevisionCounter
 from tests.conftest import runtime_manifest
 from tests.console_fixtures import put_runtime
 
@@ -31,6 +31,12 @@ async def connect(user: Any | None, origin: bytes = b"http://testserver") -> Web
     if user is not None:
         headers.append((b"cookie", await sync_to_async(session_cookie)(user)))
     return WebsocketCommunicator(application, "/ws/console", headers=headers)
+
+
+@pytest.fixture(autouse=True)
+def revision_counter(transactional_db: Any) -> None:
+    # A transactional test before this one may have flushed the row the migration created.
+    RevisionCounter.objects.get_or_create(pk=1)
 
 
 @pytest.fixture
