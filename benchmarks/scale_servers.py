@@ -176,7 +176,10 @@ def seeded_server(kind: str, count: int, namespace: str = "scale") -> Iterator[T
             log = data_dir / "daphne.log"
             with log.open("wb") as out:
                 process = subprocess.Popen(
-                    [sys.executable, "manage.py", "serve", "--no-seed", "--port", str(port)],
+                    [
+                        *(sys.executable, "manage.py", "serve", "--no-seed", "--port", str(port)),
+                        *("--tls-port", str(free_port())),
+                    ],
                     cwd=ROOT,
                     env=env,
                     stdout=out,

@@ -60,7 +60,10 @@ def live_server(data_dir: Path) -> Iterator[LiveServer]:
     log = data_dir / "daphne.log"
     with log.open("wb") as out:
         process = subprocess.Popen(
-            [sys.executable, "manage.py", "serve", "--no-seed", "--port", str(port)],
+            [
+                *(sys.executable, "manage.py", "serve", "--no-seed", "--port", str(port)),
+                *("--tls-port", str(free_port())),
+            ],
             cwd=ROOT,
             env=os.environ.copy(),
             stdout=out,
