@@ -93,7 +93,7 @@ def test_it_allows_exactly_what_each_role_may_do(
 
 
 # The watch view is async: its queries run on another thread, which needs real commits.
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
 @pytest.mark.parametrize("project", ["demo", "nodus"])
 @pytest.mark.parametrize("who", ACTORS, ids=lambda who: who or "anonymous")
 def test_it_allows_watching_exactly_to_readers(
