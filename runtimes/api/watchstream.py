@@ -205,7 +205,7 @@ async def watch_events(plan: WatchPlan) -> AsyncIterator[Obj]:
                 result = typed(event, selection)
                 if result is not None:
                     yield encoder.event(*result)
-            if bookmarks and loop.time() >= next_bookmark:
+            now = loop.time()
+            if bookmarks and next_bookmark <= now < deadline:  # at the deadline: the last one
                 yield encoder.bookmark(changes.cursor)
-                every = float(getattr(settings, "NODUS_WATCH_BOOKMARK_SECONDS", BOOKMARK_SECONDS))
-    next_bookmark = loop.time() + every
+                next_bookmark = loop.time() + every

@@ -1,0 +1,91 @@
+"""The watch generator in-process, without a database: bookmark cadence, selector typing and
+Table encoding."""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import pytest
+
+from runtimes import hub as hub_module
+from runtimes.api import watchstream
+from runtimes.api.listoptions import ListOptions, selection
+from runtimes.hub import Hub, HubEvent
+from runtimes.resources import lookup
+
+RT = lookup("trainingruntimes")
+
+
+def obj(name: str, rv: int, **labels: str) -> dict[str, Any]:
+    return {
+        "apiVersion": RT.api_version,
+        "kind": RT.kind,
+        "metadata": {
+            "name": name,
+            "namespace": "demo",
+            "resourceVersion": str(rv),
+            "labels": labels,
+        },
+        "spec": {"task": "SFT"},
+    }
+
+
+@pytest.fixture
+def quiet_hub(monkeypatch: pytest.MonkeyPatch) -> Hub:
+    """A hub with nothing to say, standing in for the process hub."""
+    made = Hub(ring_size=4)
+    made.last = made.ring_from = 5
+
+    @asynccontextmanager
+    async def subscribe(after: int, *args: Any, **kw: Any) -> AsyncIterator[Any]:
+        yield made.subscribe(after, *args, **kw)
+
+    monkeypatch.setattr(hub_module, "subscribe", subscribe)
+    return made
+
+
+async def test_it_bookmarks_once_per_interval_and_at_the_end(quiet_hub: Hub, settings: Any) -> None:
+    settings.NODUS_WATCH_BOOKMARK_SECONDS = 0.5
+    opts = ListOptions(allow_bookmarks=True, timeout_seconds=2)
+    plan = watchstream.WatchPlan(RT, "demo", opts, 5)
+    started = time.monotonic()
+    stamps = [
+        (time.monotonic() - started, event["type"])
+        async for event in watchstream.watch_events(plan)
+    ]
+    assert [kind for _at, kind in stamps] == ["BOOKMARK"] * 4  # 0.5, 1.0, 1.5, then at 2.0
+    gaps = [b[0] - a[0] for a, b in itertools.pairwise(stamps)]
+    assert all(gap > 0.4 for gap in gaps), stamps
+
+
+def test_it_types_changes_against_the_selection() -> None:
+    gold = selection(RT, "tier=gold", "")
+    before, after = obj("a", 1, tier="gold"), obj("a", 2, tier="silver")
+    left = watchstream.typed(HubEvent(2, RT.key, "demo", "a", "MODIFIED", after, before), gold)
+    assert left is not None
+    kind, shown = left
+    assert kind == "DELETED"
+    assert shown["metadata"]["labels"] == {"tier": "gold"}  # the previous object ...
+    assert shown["metadata"]["resourceVersion"] == "2"  # ... at the event's revision
+    back = watchstream.typed(HubEvent(3, RT.key, "demo", "a", "MODIFIED", before, after), gold)
+    assert back == ("ADDED", before)
+    stay = watchstream.typed(HubEvent(4, RT.key, "demo", "a", "MODIFIED", before, before), gold)
+    assert stay == ("MODIFIED", before)
+    away = watchstream.typed(HubEvent(5, RT.key, "demo", "a", "MODIFIED", after, after), gold)
+    assert away is None
+    gone = watchstream.typed(HubEvent(6, RT.key, "demo", "a", "DELETED", before, before), gold)
+    assert gone == ("DELETED", before)
+
+
+def test_it_sends_table_columns_with_the_first_event_only() -> None:
+    plan = watchstream.WatchPlan(RT, "demo", ListOptions(), 0, table_version="v1")
+    encoder = watchstream.Encoder(plan)
+    first = encoder.event("ADDED", obj("a", 1))["object"]
+    second = encoder.event("MODIFIED", obj("a", 2))["object"]
+    assert first["columnDefinitions"][0]["name"] == "Name"
+    assert second["columnDefinitions"] is None
+    assert second["metadata"] == {"resourceVersion": "2"}
