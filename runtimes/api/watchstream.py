@@ -32,6 +32,8 @@ INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 BOOKMARK_SECONDS = 60.0
 # Without timeoutSeconds kube ends a watch after a random 30-60 minutes, spreading re-watches.
 DEFAULT_TIMEOUT = (1800.0, 3600.0)
+# Let other requests run after this many initial events in a row.
+FAIRNESS_EVERY = 100
 
 
 @dataclass
@@ -173,8 +175,10 @@ async def watch_events(plan: WatchPlan) -> AsyncIterator[Obj]:
         return
     loop = asyncio.get_running_loop()
     deadline = loop.time() + plan.timeout
-    for obj in plan.initial:
+    for index, obj in enumerate(plan.initial, 1):
         yield encoder.event("ADDED", obj)
+        if index % FAIRNESS_EVERY == 0:
+            await asyncio.sleep(0)
     if plan.initial_end_bookmark:
         yield encoder.bookmark(plan.start_after, initial_end=True)
     selection = plan.opts.selection
@@ -205,6 +209,10 @@ async def watch_events(plan: WatchPlan) -> AsyncIterator[Obj]:
                 result = typed(event, selection)
                 if result is not None:
                     yield encoder.event(*result)
+            if batch:
+                # Daphne's send never suspends, so a watcher with a steady supply of events
+                # would otherwise keep the event loop to itself.
+                await asyncio.sleep(0)
             now = loop.time()
             if bookmarks and next_bookmark <= now < deadline:  # at the deadline: the last one
                 yield encoder.bookmark(changes.cursor)
