@@ -38,8 +38,9 @@ run: $(RUN_STAMP)
 test: $(TEST_STAMP) system-test-deps
 	@failed=""; \
 	for step in lint typecheck pytest-main pytest-browser; do \
-		echo "== $$step"; \
+		echo "== $$step"; started=$$(date +%s); \
 		$(MAKE) --no-print-directory $$step || failed="$$failed $$step"; \
+		echo "== $$step took $$(( $$(date +%s) - started ))s"; \
 	done; \
 	if [[ -n "$$failed" ]]; then echo "make test FAILED:$$failed" >&2; exit 1; fi; \
 	echo "make test passed"
@@ -101,7 +102,7 @@ pytest: pytest-main pytest-browser
 # tests get their own invocation. Exit code 5 ("no tests") passes only where no test carries the
 # mark at all; anywhere else it means tests went missing and fails the build.
 pytest-main: $(TEST_STAMP)
-	$(PY) -m pytest -m "not browser" -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
+	$(PY) -m pytest -m "not browser" -n $(PYTEST_WORKERS) --durations=15 $(PYTEST_ARGS)
 
 pytest-browser: $(TEST_STAMP) system-test-deps
 	@rc=0; $(PY) -m pytest -m browser -p no:xdist $(PYTEST_ARGS) || rc=$$?; \
