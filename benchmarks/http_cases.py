@@ -54,6 +54,8 @@ def http_create_and_get(bench: Bench) -> Iterable[Comparison]:
 
         http_creates = repeat("POST create over HTTP", n, post)
         http_gets = repeat("GET over HTTP", n, get)
+        # The floor of any request: daphne, ASGI and the middleware, no auth, no store.
+        livez = repeat("GET /livez over HTTP", n, lambda _i: client.get("/livez"))
 
     store.create(rt, server.namespace, manifest("warm"))
     local_creates = repeat(
@@ -66,3 +68,6 @@ def http_create_and_get(bench: Bench) -> Iterable[Comparison]:
     )
     yield Comparison(http_creates, local_creates)
     yield Comparison(http_gets, local_gets)
+    yield Comparison(
+        http_gets, livez, note="the API's own cost per GET: auth, access, negotiation, JSON"
+    )
