@@ -161,6 +161,14 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = NODUS_MAX_BODY_BYTES
 
 # How many revisions the event log keeps before compaction (older ones answer 410 Expired).
 NODUS_EVENT_WINDOW = int(os.environ.get("NODUS_EVENT_WINDOW", 100_000))
+# Recent events each process keeps in memory for watchers; one that falls further behind is
+# closed with 410 and resumes from the log.
+NODUS_HUB_RING = int(os.environ.get("NODUS_HUB_RING", 4096))
+NODUS_WATCH_BOOKMARK_SECONDS = float(os.environ.get("NODUS_WATCH_BOOKMARK_SECONDS", 60))
+# A watch without timeoutSeconds ends at a random point in this range (kube: 30 to 60 minutes).
+NODUS_WATCH_TIMEOUT_RANGE = tuple(
+    int(v) for v in os.environ.get("NODUS_WATCH_TIMEOUT_RANGE", "1800,3600").split(",")
+)
 NODUS_ADMIN_USER = os.environ.get("NODUS_ADMIN_USER", "admin")
 NODUS_PUBLIC_URL = os.environ.get("NODUS_PUBLIC_URL", "")
 # The in-process controller runs beside the web server unless this is off (scale-out runs

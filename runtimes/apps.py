@@ -8,7 +8,9 @@ class RuntimesConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from runtimes import events, nudge
+        from runtimes import compaction, events, nudge
 
         # Every process that writes tells the others, hub or no hub (see runtimes.nudge).
         events.subscribe(nudge.published)
+        # And keeps the event log bounded, even where no hub runs (a lone controller, a script).
+        events.subscribe(compaction.after_commit)

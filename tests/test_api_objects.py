@@ -521,3 +521,15 @@ def test_it_accepts_only_patch_media_types_on_patch(alice: ApiClient) -> None:
     assert response.json_body["message"].endswith(
         "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"
     )
+
+
+def test_it_reads_a_body_without_content_type_as_json_but_not_a_patch(alice: ApiClient) -> None:
+    import orjson
+
+    body = orjson.dumps(runtime_manifest("untyped"))
+    created = alice.client.generic("POST", TRS, data=body, content_type="", headers=alice.headers)
+    assert created.status_code == 201, created.content
+    patched = alice.client.generic(
+        "PATCH", f"{TRS}/untyped", data=b"{}", content_type="", headers=alice.headers
+    )
+    assert patched.status_code == 415

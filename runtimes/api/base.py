@@ -40,6 +40,11 @@ class KubeView(APIView):
     rt: ResourceType
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        meta = request._request.META
+        if request.method in {"POST", "PUT"} and not meta.get("CONTENT_TYPE"):
+            # kube-apiserver reads a body without Content-Type as JSON (the official Python
+            # client's create sends none); patches must say which kind they are.
+            meta["CONTENT_TYPE"] = media.JSON
         super().initial(request, *args, **kwargs)
         plural = kwargs.get("plural")
         if plural is not None:
