@@ -9,6 +9,7 @@ kube-apiserver's etcd3 store does.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,7 +42,7 @@ TOO_LARGE_CAUSE = "ResourceVersionTooLarge"
 
 @dataclass
 class Page:
-    # The objects; with `stored=True`, the stored JSON of each as an orjson.Fragment.
+    # The objects; with `stored=True` and no selectors, the stored JSON text of each.
     items: list[Any]
     revision: int
     continue_token: str = ""
@@ -142,8 +143,8 @@ def list_page(
     """One page of a list, generic over kinds; the API and the console both read through it.
 
     `stored=True` is for writing the items out as JSON: without selectors nothing needs to
-    look inside them, so they stay the stored text (orjson.Fragment), never parsed and
-    re-serialised. For 10,000 runtimes that is most of a list's time.
+    look inside them, so they stay the stored text, never parsed and re-serialised (for
+    10,000 runtimes that is most of a list's time); with selectors they are objects as ever.
     """
     snap, after = _snapshot(rt, namespace, opts)
     chosen = opts.selection
@@ -153,9 +154,7 @@ def list_page(
     if not chosen.has_selectors:
         page_keys = keys[:limit] if limit else keys
         items: list[Any] = (
-            [orjson.Fragment(text) for text in with_snapshot.stored(page_keys)]
-            if stored
-            else with_snapshot.bodies(page_keys)
+            with_snapshot.stored(page_keys) if stored else with_snapshot.bodies(page_keys)
         )
         if limit and len(keys) > limit:
             return Page(
@@ -203,13 +202,19 @@ class _SnapshotTries:
 def list_response(view: KubeView, request: Request, namespace: str | None) -> Response:
     namespaces = readable_namespaces(view.rt, request.user, namespace)
     opts = parse_list_options(view.rt, request.query_params, namespaces)
-    plain = (view.rendering or ("", ""))[0] != "Table"
     # The body is serialised here, while the collector is paused, so the thousands of parsed
     # objects and rows are gone before it runs again: it never has to walk them.
     with snapshots.gc_paused():
-        page = list_page(view.rt, namespace, opts, stored=plain)
-        body = orjson.dumps(render_list(view, page.items, page.list_meta(), opts.include_object))
-        del page
+        page = list_page(view.rt, namespace, opts, stored=True)
+        items: Iterable[Any]
+        if (view.rendering or ("", ""))[0] == "Table":
+            # Parsed one by one as the rows are made, so only each row's metadata stays alive
+            # (not 10,000 whole objects: hundreds of MB of dicts).
+            items = (orjson.loads(i) if isinstance(i, str) else i for i in page.items)
+        else:
+            items = [orjson.Fragment(i) if isinstance(i, str) else i for i in page.items]
+        body = orjson.dumps(render_list(view, items, page.list_meta(), opts.include_object))
+        del page, items
     return respond(orjson.Fragment(body))
 
 
@@ -227,7 +232,7 @@ def _selection(rt: ResourceType, query: QueryDict, namespaces: list[str] | None)
     return selection(rt, query.get("labelSelector", ""), query.get("fieldSelector", ""), namespaces)
 
 
-def render_list(view: KubeView, objects: list[Obj], list_meta: Obj, include: str) -> Obj:
+def render_list(view: KubeView, objects: Iterable[Obj], list_meta: Obj, include: str) -> Obj:
     rendering = view.rendering or ("", "")
     if rendering[0] == "Table":
         return tables.table(view.rt, objects, rendering[1], list_meta, include)
@@ -235,7 +240,7 @@ def render_list(view: KubeView, objects: list[Obj], list_meta: Obj, include: str
         "apiVersion": view.rt.api_version,
         "kind": f"{view.rt.kind}List",
         "metadata": list_meta,
-        "items": objects,
+        "items": objects if isinstance(objects, list) else list(objects),
     }
 
 

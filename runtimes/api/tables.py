@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -97,7 +98,7 @@ def row(rt: ResourceType, obj: Obj, version: str, include: str = "Metadata") -> 
 
 def table(
     rt: ResourceType,
-    objects: list[Obj],
+    objects: Iterable[Obj],
     version: str,
     list_meta: Obj,
     include: str = "Metadata",
