@@ -11,14 +11,18 @@ checked against its target, and the verdicts print with the figures. Commit time
 row's created_at, set inside the write's transaction just before it commits.
 
 BENCH_SCALE_COUNT (10000), BENCH_SCALE_REPS (20), BENCH_SCALE_WATCHERS (1000),
-BENCH_SCALE_WATCH_RATE (10 writes/s while watched) and BENCH_SCALE_BACKENDS (postgres,sqlite)
-tune it.
+BENCH_SCALE_WATCH_RATE (10 writes/s while watched), BENCH_SCALE_BACKENDS
+(postgres,postgres-pool,sqlite: postgres-pool is PostgreSQL with psycopg's connection pool,
+benchmarks/pool_settings.py)
+and BENCH_SCALE_PHASES (lists,writes,watch) tune it. Each server's log is kept as
+$TMPDIR/nodus-scale-<database>-daphne.log.
 """
 
 from __future__ import annotations
 
 import asyncio
 import copy
+import importlib.util
 import os
 import subprocess
 import sys
@@ -316,10 +320,14 @@ def scale(bench: Bench) -> Iterable[Comparison]:
     reps = int(_setting("REPS", "20"))
     watchers = int(_setting("WATCHERS", "1000"))
     rate = float(_setting("WATCH_RATE", "10"))
-    backends = _setting("BACKENDS", "postgres,sqlite").split(",")
-    if "postgres" in backends and not (listening(*PG[:2]) and listening(*REDIS)):
+    backends = _setting("BACKENDS", "postgres,postgres-pool,sqlite").split(",")
+    phases = _setting("PHASES", "lists,writes,watch").split(",")
+    if not (listening(*PG[:2]) and listening(*REDIS)):
         _log("PostgreSQL or Redis is not listening: SQLite only")
-        backends = [b for b in backends if b != "postgres"]
+        backends = [b for b in backends if not b.startswith("postgres")]
+    if "postgres-pool" in backends and importlib.util.find_spec("psycopg_pool") is None:
+        _log("psycopg-pool is not installed: no postgres-pool run")
+        backends.remove("postgres-pool")
     if not backends:
         raise CaseSkipped("no database to run on")
     fanout: tuple[Timings, float] | None = None
@@ -327,12 +335,16 @@ def scale(bench: Bench) -> Iterable[Comparison]:
         began = time.monotonic()
         with seeded_server(kind, count) as target:
             _log(f"{kind}: seeded {target.seeded} and serving in {time.monotonic() - began:.0f} s")
-            for comparison in lists(target, reps):
-                yield _named(kind, comparison)
-            _log(f"{kind}: lists done")
-            for comparison in writes(target):
-                yield _named(kind, comparison)
-            _log(f"{kind}: writes done")
+            if "lists" in phases:
+                for comparison in lists(target, reps):
+                    yield _named(kind, comparison)
+                _log(f"{kind}: lists done")
+            if "writes" in phases:
+                for comparison in writes(target):
+                    yield _named(kind, comparison)
+                _log(f"{kind}: writes done")
+            if "watch" not in phases:
+                continue
             delivery, info, lines = watch(target, watchers, rate)
             if fanout is None:
                 fanout = fanout_baseline(lines, watchers, rate)
@@ -348,7 +360,8 @@ def scale(bench: Bench) -> Iterable[Comparison]:
                 "RSS < 600 MB", info["peak"] < 600, f"peak {info['peak']:.0f} MB"
             ) + (
                 f"; {info['rss']:.0f} MB after the watch run, bare broadcast app "
-                f"{baseline_rss:.0f} MB"
+                f"{baseline_rss:.0f} MB; machine load average {os.getloadavg()[1]:.1f} "
+                f"(5 min) on {os.cpu_count()} CPUs"
             )
             yield _named(
                 kind,

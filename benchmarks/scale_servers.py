@@ -162,6 +162,8 @@ def seeded_server(kind: str, count: int, namespace: str = "scale") -> Iterator[T
     try:
         with _database(kind, data_dir) as (database_url, redis_url):
             env = _environment(data_dir, database_url, redis_url)
+            if kind == "postgres-pool":
+                env["DJANGO_SETTINGS_MODULE"] = "benchmarks.pool_settings"
             seeding = subprocess.run(
                 [sys.executable, "-m", "benchmarks.scale_seed", str(count), namespace],
                 cwd=ROOT,
@@ -199,6 +201,8 @@ def seeded_server(kind: str, count: int, namespace: str = "scale") -> Iterator[T
                 )
             finally:
                 _stop(process)
+                # The log outlives the data dir, for a look at any failed request.
+                shutil.copy(log, Path(tempfile.gettempdir()) / f"nodus-scale-{kind}-daphne.log")
     finally:
         shutil.rmtree(data_dir, ignore_errors=True)
 
