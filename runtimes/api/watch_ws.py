@@ -19,7 +19,6 @@ import binascii
 import contextlib
 import logging
 from typing import Any
-from urllib.parse import urlsplit
 
 import orjson
 from channels.generic.websocket import AsyncWebsocketConsumer
@@ -30,6 +29,7 @@ from django.urls import re_path
 from runtimes import errors
 from runtimes.api.watchstream import WatchPlan, plan_watch, watch_events
 from runtimes.hub import run_db
+from runtimes.origin import same_origin
 from runtimes.resources import lookup
 from runtimes.tokens import user_for
 
@@ -81,18 +81,9 @@ class WatchConsumer(AsyncWebsocketConsumer):
         if token is not None:
             return await run_db(user_for, token)
         user = self.scope.get("user") or AnonymousUser()
-        if not user.is_authenticated or not self._same_origin():
+        if not user.is_authenticated or not same_origin(self.scope):
             return None
         return user
-
-    def _same_origin(self) -> bool:
-        """A session cookie rides along on any page's websocket; only our own pages may use it.
-
-        The origin validator admits every allowed host (all of them with ALLOWED_HOSTS=*), so
-        session-authenticated watches also require the Origin to be this very host.
-        """
-        origin = urlsplit(self._header(b"origin"))
-        return bool(origin.netloc) and origin.netloc == self._header(b"host")
 
     async def _plan(self) -> WatchPlan:
         kwargs = self.scope["url_route"]["kwargs"]

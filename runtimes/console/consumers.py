@@ -17,8 +17,6 @@ import asyncio
 import contextlib
 import json
 import logging
-from typing import Any
-from urllib.parse import urlsplit
 
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.urls import path
@@ -26,20 +24,11 @@ from django.urls import path
 from runtimes.console.live import Watch, fragments, missed_notice
 from runtimes.hub import TooOld, TooSlow, run_db, subscribe
 from runtimes.kinds import TRAINING_RUNTIMES
+from runtimes.origin import same_origin
 
 log = logging.getLogger("nodus.console")
 UNAUTHORIZED, FORBIDDEN_ORIGIN = 4401, 4403
 VIEWS = ("catalog", "runtime")
-
-
-def same_origin(scope: dict[str, Any]) -> bool:
-    headers = {
-        k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])
-    }
-    origin, host = headers.get("origin"), headers.get("host")
-    if not origin or not host:
-        return False
-    return urlsplit(origin).netloc == host
 
 
 class ConsoleConsumer(AsyncWebsocketConsumer):
