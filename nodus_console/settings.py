@@ -88,7 +88,6 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "runtimes.api.requestid.RequestIdMiddleware",
-    "runtimes.metrics.MetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",

@@ -11,12 +11,7 @@ The watch stream calls `watch_opened()` / `watch_closed()`; `/metrics` itself is
 
 from __future__ import annotations
 
-import time
-from collections.abc import Awaitable, Callable
-from typing import Any
-
-from asgiref.sync import iscoroutinefunction, markcoroutinefunction
-from django.http import HttpRequest, HttpResponseBase
+from django.http import HttpRequest
 from prometheus_client import Counter, Gauge, Histogram
 
 # kube-apiserver's buckets, trimmed: a request to us is a few SQL statements, not an etcd trip.
@@ -97,31 +92,3 @@ def observe(request: HttpRequest, status: int, seconds: float) -> None:
     REQUESTS.labels(verb, resource, subresource, str(status)).inc()
     if verb != "watch":
         LATENCY.labels(verb, resource, subresource).observe(seconds)
-
-
-class MetricsMiddleware:
-    """Counts and times every request; goes right after RequestIdMiddleware in MIDDLEWARE."""
-
-    sync_capable = True
-    async_capable = True
-
-    def __init__(self, get_response: Callable[[HttpRequest], Any]) -> None:
-        self.get_response = get_response
-        self.is_async = iscoroutinefunction(get_response)
-        if self.is_async:
-            markcoroutinefunction(self)
-
-    def __call__(self, request: HttpRequest) -> Any:
-        if self.is_async:
-            return self._acall(request)
-        started = time.perf_counter()
-        response: HttpResponseBase = self.get_response(request)
-        observe(request, response.status_code, time.perf_counter() - started)
-        return response
-
-    async def _acall(self, request: HttpRequest) -> HttpResponseBase:
-        started = time.perf_counter()
-        pending: Awaitable[HttpResponseBase] = self.get_response(request)
-        response = await pending
-        observe(request, response.status_code, time.perf_counter() - started)
-        return response

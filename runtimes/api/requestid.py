@@ -1,4 +1,4 @@
-"""Request ids, the access log line, body limits and last-resort errors for API paths.
+"""Request ids, the access log line and metrics, body limits and last-resort API errors.
 
 Every request gets an id: the `X-Request-Id` header, the `requestId` of any Status, and the
 log line. API paths never leak a traceback: an unexpected exception becomes a 500 Status whose
@@ -17,6 +17,7 @@ from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.conf import settings
 from django.http import HttpRequest, HttpResponseBase
 
+from runtimes import metrics
 from runtimes.api.status import is_api_path, status_response
 from runtimes.errors import ApiError
 
@@ -62,7 +63,9 @@ class RequestIdMiddleware:
 
     def _finish(self, request: HttpRequest, response: HttpResponseBase) -> HttpResponseBase:
         response["X-Request-Id"] = request.request_id  # type: ignore[attr-defined]
-        elapsed = (time.monotonic() - request.started_at) * 1000  # type: ignore[attr-defined]
+        seconds = time.monotonic() - request.started_at  # type: ignore[attr-defined]
+        metrics.observe(request, response.status_code, seconds)
+        elapsed = seconds * 1000
         user = getattr(request, "user", None)
         who = user.get_username() if user is not None and user.is_authenticated else "-"
         log.info(
