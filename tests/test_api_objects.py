@@ -533,3 +533,20 @@ def test_it_reads_a_body_without_content_type_as_json_but_not_a_patch(alice: Api
         "PATCH", f"{TRS}/untyped", data=b"{}", content_type="", headers=alice.headers
     )
     assert patched.status_code == 415
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"dryRun": True},
+        {"dryRun": [1]},
+        {"preconditions": ["uid"]},
+        {"preconditions": {"resourceVersion": 12}},
+    ],
+)
+def test_it_answers_400_to_delete_options_of_the_wrong_type(alice: ApiClient, body: Any) -> None:
+    alice.post(TRS, runtime_manifest("keep"))
+    response = alice.delete(f"{TRS}/keep", body)
+    assert response.status_code == 400, response.content
+    assert response.json_body["reason"] == "BadRequest"
+    assert alice.get(f"{TRS}/keep").status_code == 200

@@ -76,6 +76,14 @@ class DeleteOptions:
     resource_version: str | None
 
 
+def _expect(ok: bool, field: str, go_type: str) -> None:
+    """A body field of the wrong JSON type is a decoding error (400), as in kube-apiserver."""
+    if not ok:
+        raise errors.bad_request(
+            f"json: cannot unmarshal into Go struct field DeleteOptions.{field} of type {go_type}"
+        )
+
+
 def delete_options(query: QueryDict, body: Any) -> DeleteOptions:
     """DeleteOptions arrive as a JSON body from kubectl, and may also come as query params."""
     body = body if isinstance(body, dict) else {}
@@ -84,6 +92,9 @@ def delete_options(query: QueryDict, body: Any) -> DeleteOptions:
     values = body.get("dryRun") or query.getlist("dryRun")
     if isinstance(values, str):
         values = [values]
+    _expect(
+        isinstance(values, list) and all(isinstance(v, str) for v in values), "dryRun", "[]string"
+    )
     dry_run, problems = _dry_run(list(values))
     policy = body.get("propagationPolicy") or query.get("propagationPolicy")
     allowed = ["Background", "Foreground", "Orphan"]
@@ -99,6 +110,9 @@ def delete_options(query: QueryDict, body: Any) -> DeleteOptions:
     if problems:
         raise _options_invalid("DeleteOptions", problems)
     pre = body.get("preconditions") or {}
+    _expect(isinstance(pre, dict), "preconditions", "Preconditions")
+    for key in ("uid", "resourceVersion"):
+        _expect(isinstance(pre.get(key, ""), str), f"preconditions.{key}", "string")
     return DeleteOptions(
         dry_run,
         pre.get("uid") or query.get("preconditions.uid"),

@@ -43,11 +43,11 @@ def patch_change(rt: ResourceType, content_type: str, body: Any, name: str) -> C
         except patches.PatchError as exc:
             if exc.malformed:
                 raise errors.bad_request(str(exc)) from exc
-            # kube answers a failed JSON-patch operation with a 422 that names no field.
+            # kube answers a failed JSON-patch operation with a bare 422: no field, no details,
+            # so kubectl prints the message itself.
             raise errors.ApiError(
                 "Invalid",
                 str(exc),
-                {"name": name, "group": rt.group, "kind": rt.kind},
                 fix="Re-read the object and build the patch against its current content.",
             ) from exc
         raise AssertionError(content_type)
