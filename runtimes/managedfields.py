@@ -303,15 +303,20 @@ def _prune(
 ) -> None:
     """Removes fields the applier dropped from its configuration and nobody else owns."""
     kept_ancestors = {path[:i] for path in kept for i in range(1, len(path))}
-    for path in sorted(stale, key=len, reverse=True):
+    # Deepest first, and within one map-list item its key fields last: an item that has lost its
+    # key can no longer be found to remove the rest (and set order must not decide that).
+    for path in sorted(stale, key=lambda p: (-len(p), _is_key_field(p), p)):
         if path in kept_ancestors:
             continue  # someone still owns something below it
         item = path[:-1]
         item_survives = item not in stale or item in kept_ancestors
-        is_key_field = bool(item) and item[-1].startswith("k:")
-        if is_key_field and item_survives and path[-1][2:] in json.loads(item[-1][2:]):
+        if _is_key_field(path) and item_survives:
             continue  # the key fields of a surviving map-list item stay with the item
         _remove(obj, path, kept, types)
+
+
+def _is_key_field(path: FieldPath) -> bool:
+    return len(path) >= 2 and path[-2].startswith("k:") and path[-1][2:] in json.loads(path[-2][2:])
 
 
 def _remove(obj: dict[str, Any], path: FieldPath, kept: set[FieldPath], types: ListTypes) -> None:
