@@ -124,23 +124,38 @@ class Nudger:
     async def _receive_forever(self) -> None:
         assert self.layer is not None
         channel = await self.layer.new_channel("nodus-hub.")
-        joined_at = -REJOIN_SECONDS
-        loop = asyncio.get_running_loop()
+        await self._join(channel)
+        # Group membership expires in the layer; refresh it beside the receive rather than by
+        # timing the receive out: cancelling a channels-redis receive can lose a message.
+        rejoin = asyncio.create_task(self._rejoin_forever(channel))
+        try:
+            while True:
+                try:
+                    message = await self.layer.receive(channel)
+                except Exception:
+                    log.warning("revision nudge receive failed; retrying", exc_info=True)
+                    await asyncio.sleep(1.0)
+                    continue
+                if message.get("origin") != self.origin:
+                    for listener in list(self.listeners):
+                        listener(int(message.get("revision") or 0))
+        finally:
+            rejoin.cancel()
+
+    async def _join(self, channel: str) -> None:
+        assert self.layer is not None
         while True:
             try:
-                if loop.time() - joined_at >= REJOIN_SECONDS:
-                    await self.layer.group_add(GROUP, channel)
-                    joined_at = loop.time()
-                message = await asyncio.wait_for(self.layer.receive(channel), REJOIN_SECONDS)
-            except TimeoutError:
-                continue
+                await self.layer.group_add(GROUP, channel)
+                return
             except Exception:
-                log.warning("revision nudge receive failed; retrying", exc_info=True)
+                log.warning("could not join the revision nudge group; retrying", exc_info=True)
                 await asyncio.sleep(1.0)
-                continue
-            if message.get("origin") != self.origin:
-                for listener in list(self.listeners):
-                    listener(int(message.get("revision") or 0))
+
+    async def _rejoin_forever(self, channel: str) -> None:
+        while True:
+            await asyncio.sleep(REJOIN_SECONDS)
+            await self._join(channel)
 
 
 _process: Nudger | None = None
