@@ -15,7 +15,11 @@ import pytest
 import yaml
 
 from runtimes import store
+from runtimes.api import watchstream
+from runtimes.api.listoptions import selection
+from runtimes.hub import HubEvent
 from runtimes.models import Event, StoredObject
+from runtimes.resources import lookup
 from tests.conftest import GV, ApiClient, runtime_manifest
 from tests.support.fixtures import fast_password_hashing  # noqa: F401
 from tests.support.kubectl import Kubectl, Result
@@ -170,6 +174,35 @@ def test_it_deletes_a_collection_by_field_selector(alice: ApiClient) -> None:
     assert alice.get(f"{TRS}/a").status_code == 200
 
 
+def test_it_types_watch_events_by_field_selector_transitions() -> None:
+    """Item 41: with a field selector too, leaving is DELETED (old object, new RV), entering
+    is ADDED and staying is MODIFIED."""
+    rt = lookup("trainingruntimes")
+
+    def runtime(rv: int, task: str) -> dict[str, Any]:
+        meta = {"name": "a", "namespace": "demo", "resourceVersion": str(rv)}
+        return {
+            "apiVersion": rt.api_version,
+            "kind": rt.kind,
+            "metadata": meta,
+            "spec": {"task": task},
+        }
+
+    sft = selection(rt, "", "spec.task=SFT")
+
+    def change(rv: int, before: dict[str, Any], after: dict[str, Any]) -> Any:
+        return watchstream.typed(HubEvent(rv, rt.key, "demo", "a", "MODIFIED", after, before), sft)
+
+    left = change(2, runtime(1, "SFT"), runtime(2, "DPO"))
+    assert left is not None
+    assert left[0] == "DELETED"
+    assert left[1]["spec"]["task"] == "SFT"
+    assert left[1]["metadata"]["resourceVersion"] == "2"
+    assert change(3, runtime(2, "DPO"), runtime(3, "KTO")) is None
+    assert change(4, runtime(3, "KTO"), runtime(4, "SFT")) == ("ADDED", runtime(4, "SFT"))
+    assert change(5, runtime(4, "SFT"), runtime(5, "SFT")) == ("MODIFIED", runtime(5, "SFT"))
+
+
 @pytest.fixture
 def kubectl(daphne_server: LiveServer, tmp_path: Path) -> Kubectl:  # noqa: F811
     """kubectl as alice in namespace demo, with a fresh home (so a cold discovery cache)."""
@@ -178,8 +211,8 @@ def kubectl(daphne_server: LiveServer, tmp_path: Path) -> Kubectl:  # noqa: F811
     )
 
 
-def run(kubectl: Kubectl, *args: str) -> Result:
-    result = kubectl(*args)
+def run(kubectl: Kubectl, *args: str, env: dict[str, str] | None = None) -> Result:
+    result = kubectl(*args, env=env)
     assert result.ok, str(result)
     return result
 
@@ -238,3 +271,17 @@ def test_kubectl_deletes_with_orphan_cascade_and_by_label(kubectl: Kubectl, tmp_
     assert len(by_label) == 2
     left = run(kubectl, "get", "tr", "-l", "checklist in (two,three)", "-o", "name").stdout
     assert left.split() == ["trainingruntime.nodus.dev/lbl-c"]
+
+
+@pytest.mark.kubectl
+def test_kubectl_edit_records_its_field_manager(kubectl: Kubectl, tmp_path: Path) -> None:
+    """Item 28: kubectl edit sends a merge patch as fieldManager=kubectl-edit, which managedFields
+    keeps as an Update entry owning what it changed."""
+    kubectl_create(kubectl, tmp_path, runtime_manifest("edit-owner"))
+    editor = {"KUBE_EDITOR": "sed -i s/task:\\ SFT/task:\\ DPO/"}
+    assert "edited" in run(kubectl, "edit", "tr", "edit-owner", env=editor).stdout
+    shown = run(kubectl, "get", "tr", "edit-owner", "--show-managed-fields", "-o", "json").stdout
+    entries = {e["manager"]: e for e in json.loads(shown)["metadata"]["managedFields"]}
+    edit = entries["kubectl-edit"]
+    assert edit["operation"] == "Update"
+    assert "f:task" in edit["fieldsV1"]["f:spec"]
