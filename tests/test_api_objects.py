@@ -550,3 +550,26 @@ def test_it_answers_400_to_delete_options_of_the_wrong_type(alice: ApiClient, bo
     assert response.status_code == 400, response.content
     assert response.json_body["reason"] == "BadRequest"
     assert alice.get(f"{TRS}/keep").status_code == 200
+
+
+def test_it_treats_duplicate_json_keys_by_field_validation(alice: ApiClient) -> None:
+    import orjson
+
+    body = (
+        orjson.dumps(runtime_manifest("dup"))
+        .decode()
+        .replace('"task":"SFT"', '"task":"DPO","task":"SFT"')
+    )
+    strict = alice.post(f"{TRS}?fieldValidation=Strict", body)
+    assert strict.status_code == 400
+    assert strict.json_body["message"] == 'strict decoding error: json: duplicate field "task"'
+    assert alice.get(f"{TRS}/dup").status_code == 404
+    warned = alice.post(TRS, body)
+    assert warned.status_code == 201
+    assert warned["Warning"].startswith('299 - "duplicate field \\"task\\""')
+    assert warned.json_body["spec"]["task"] == "SFT"  # the last one wins, as in Go
+    ignored = alice.patch(
+        f"{TRS}/dup?fieldValidation=Ignore", '{"spec":{"task":"KTO","task":"DPO"}}'
+    )
+    assert ignored.status_code == 200
+    assert "duplicate" not in ignored.get("Warning", "")

@@ -37,6 +37,8 @@ class KubeView(APIView):
     accepted_media_types = [media.JSON, media.YAML]
     # Which `as=` renderings this view can answer besides plain JSON.
     renderings: tuple[str, ...] = ()
+    # Keys the JSON body repeated (set by the parser); fieldValidation decides what they mean.
+    duplicate_fields: list[str] = []
     rt: ResourceType
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
@@ -67,6 +69,18 @@ class KubeView(APIView):
         self.rendering = media.accepted_as(request, self.renderings)
         if self.rendering is None:
             raise media.not_acceptable()
+
+    def decoding_warnings(self, field_validation: str) -> list[str]:
+        """Duplicate JSON keys: a 400 under Strict, a warning under Warn, nothing under Ignore."""
+        if not self.duplicate_fields or field_validation == "Ignore":
+            return []
+        problems = [f'json: duplicate field "{key}"' for key in self.duplicate_fields]
+        if field_validation == "Strict":
+            raise errors.bad_request(
+                "strict decoding error: " + ", ".join(problems),
+                fix="Give each field once in the body.",
+            )
+        return [f'duplicate field "{key}"' for key in self.duplicate_fields]
 
     def body_object(self, request: Request) -> dict[str, Any]:
         body = request.data

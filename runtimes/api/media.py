@@ -7,6 +7,7 @@ aggregated-discovery document; DRF's negotiation knows none of these, so the vie
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,11 +25,29 @@ PATCH_TYPES = (JSON_PATCH, MERGE_PATCH, APPLY_PATCH)
 AGGREGATED_DISCOVERY = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 
 
-def _decode_json(stream: Any) -> Any:
+def duplicate_keys(raw: bytes) -> list[str]:
+    """Keys that an object in `raw` repeats: JSON allows them, kube's strict decoding does not."""
+    seen: list[str] = []
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        keys = [key for key, _ in items]
+        seen.extend(key for i, key in enumerate(keys) if key in keys[:i])
+        return dict(items)
+
+    json.loads(raw, object_pairs_hook=pairs)
+    return list(dict.fromkeys(seen))
+
+
+def _decode_json(stream: Any, parser_context: Any = None) -> Any:
+    raw = stream.read()
     try:
-        return orjson.loads(stream.read())
+        value = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise exceptions.ParseError(f"invalid JSON: {exc}") from exc
+    view = (parser_context or {}).get("view")
+    if view is not None:
+        view.duplicate_fields = duplicate_keys(raw)
+    return value
 
 
 def _decode_yaml(stream: Any) -> Any:
@@ -42,7 +61,7 @@ class KubeJSONParser(parsers.BaseParser):
     media_type = JSON
 
     def parse(self, stream: Any, media_type: Any = None, parser_context: Any = None) -> Any:
-        return _decode_json(stream)
+        return _decode_json(stream, parser_context)
 
 
 class YAMLParser(parsers.BaseParser):

@@ -53,6 +53,7 @@ class CollectionView(KubeView):
         body = self.body_object(request)
         self.check_identity(body, namespace)
         options = write_options(request.query_params, "CreateOptions")
+        decoding = self.decoding_warnings(options.field_validation)
         manager = patching.manager_name(
             options.field_manager, request.META.get("HTTP_USER_AGENT", "")
         )
@@ -64,7 +65,7 @@ class CollectionView(KubeView):
             field_validation=options.field_validation,
             on_prepared=patching.recorder(self.rt, manager, ""),
         )
-        return respond(result.object, 201, result.warnings)
+        return respond(result.object, 201, decoding + result.warnings)
 
     def delete(self, request: Request, plural: str, namespace: str | None = None) -> Response:
         access.authorize(request.user, "deletecollection", self.rt, namespace or "")
@@ -136,6 +137,7 @@ class ItemView(KubeView):
         body = self.body_object(request)
         self.check_identity(body, namespace, name)
         options = write_options(request.query_params, "UpdateOptions")
+        decoding = self.decoding_warnings(options.field_validation)
         manager = patching.manager_name(
             options.field_manager, request.META.get("HTTP_USER_AGENT", "")
         )
@@ -150,7 +152,7 @@ class ItemView(KubeView):
             field_validation=options.field_validation,
             on_prepared=patching.recorder(self.rt, manager, self.subresource),
         )
-        return self._write_response(result)
+        return self._write_response(result, decoding)
 
     def patch(
         self, request: Request, plural: str, name: str, namespace: str | None = None
@@ -161,10 +163,11 @@ class ItemView(KubeView):
         )
         apply = content_type == media.APPLY_PATCH
         options = write_options(request.query_params, "PatchOptions", apply=apply)
+        body = request.data
+        decoding = self.decoding_warnings(options.field_validation)
         manager = patching.manager_name(
             options.field_manager, request.META.get("HTTP_USER_AGENT", "")
         )
-        body = request.data
         if apply:
             if not isinstance(body, dict):
                 raise errors.bad_request("an apply patch must be one object (YAML or JSON)")
@@ -191,7 +194,7 @@ class ItemView(KubeView):
                     field_validation=options.field_validation,
                     on_prepared=record,
                 )
-                return respond(result.object, 201, result.warnings)
+                return respond(result.object, 201, decoding + result.warnings)
         else:
             change = patching.patch_change(self.rt, content_type, body, name)
             record = patching.recorder(self.rt, manager, self.subresource)
@@ -212,7 +215,7 @@ class ItemView(KubeView):
             field_validation=options.field_validation,
             on_prepared=record,
         )
-        return self._write_response(result)
+        return self._write_response(result, decoding)
 
     def delete(
         self, request: Request, plural: str, name: str, namespace: str | None = None
@@ -238,10 +241,11 @@ class ItemView(KubeView):
             return respond(deleted_status(self.rt, result.object))
         return respond(result.object)
 
-    def _write_response(self, result: store.WriteResult) -> Response:
+    def _write_response(self, result: store.WriteResult, decoding: list[str]) -> Response:
+        warnings = decoding + result.warnings
         if result.deleted:
-            return respond(deleted_status(self.rt, result.object), 200, result.warnings)
-        return respond(result.object, 200, result.warnings)
+            return respond(deleted_status(self.rt, result.object), 200, warnings)
+        return respond(result.object, 200, warnings)
 
     def _check_content_type(self, request: Request, allowed: tuple[str, ...]) -> str:
         content_type = (request.content_type or "").split(";", 1)[0].strip().lower()
