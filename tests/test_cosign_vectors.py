@@ -3,6 +3,7 @@
 import base64
 import hashlib
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,10 @@ def load_cases() -> list[dict[str, Any]]:
 
 
 CASES = load_cases()
-needs_vectors = pytest.mark.skipif(not VECTORS.is_dir(), reason=f"{VECTORS} is absent")
+# CI lays shared/ beside the clone: there the vectors must run, so their absence fails.
+needs_vectors = pytest.mark.skipif(
+    not VECTORS.is_dir() and not os.environ.get("CI"), reason=f"{VECTORS} is absent"
+)
 
 
 def case_inputs(case: dict[str, Any]) -> tuple[bytes, bytes, TrustedKey]:
