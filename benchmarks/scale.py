@@ -338,11 +338,11 @@ def scale(bench: Bench) -> Iterable[Comparison]:
             if "lists" in phases:
                 for comparison in lists(target, reps):
                     yield _named(kind, comparison)
-                _log(f"{kind}: lists done")
+                _log(f"{kind}: lists done; RSS now/peak MB {rss_mb(target.pid)}")
             if "writes" in phases:
                 for comparison in writes(target):
                     yield _named(kind, comparison)
-                _log(f"{kind}: writes done")
+                _log(f"{kind}: writes done; RSS now/peak MB {rss_mb(target.pid)}")
             if "watch" not in phases:
                 continue
             delivery, info, lines = watch(target, watchers, rate)
