@@ -7,7 +7,6 @@ B through the Redis nudge, well before B's one-second poll of the event log woul
 
 from __future__ import annotations
 
-import socket
 import statistics
 import threading
 import time
@@ -18,34 +17,25 @@ from typing import Any
 
 import pytest
 
-from tests.support import liveserver
+from tests.support import liveserver, services
 from tests.watch_live import DEMO, Watcher, manifest
 
 pytestmark = pytest.mark.services
 
-PG = ("127.0.0.1", 5432)
-REDIS = ("127.0.0.1", 6379)
-
-
-def _reachable(address: tuple[str, int]) -> bool:
-    with socket.socket() as probe:
-        probe.settimeout(1)
-        return probe.connect_ex(address) == 0
-
 
 @pytest.fixture(scope="module")
 def workers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[liveserver.LiveServer]]:
-    if not (_reachable(PG) and _reachable(REDIS)):
-        pytest.skip("needs PostgreSQL on 127.0.0.1:5432 and Redis on 127.0.0.1:6379")
-    import psycopg
+    services.require_redis()
+    with services.temp_database("nodus_watch") as database_url:
+        yield from _start_workers(tmp_path_factory, database_url)
 
-    name = f"nodus_watch_{uuid.uuid4().hex[:12]}"
-    admin = f"host={PG[0]} port={PG[1]} user=postgres dbname=postgres"
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
+
+def _start_workers(
+    tmp_path_factory: pytest.TempPathFactory, database_url: str
+) -> Iterator[list[liveserver.LiveServer]]:
     extra = {
-        "DATABASE_URL": f"postgres://postgres@{PG[0]}:{PG[1]}/{name}",
-        "REDIS_URL": f"redis://{REDIS[0]}:{REDIS[1]}/7",
+        "DATABASE_URL": database_url,
+        "REDIS_URL": f"redis://{services.REDIS_HOST}:{services.REDIS_PORT}/7",
     }
     plain = liveserver.server_environment
     liveserver.server_environment = lambda data_dir: {**plain(data_dir), **extra}
@@ -60,8 +50,6 @@ def workers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[liveserve
         liveserver.server_environment = plain
         for server in started:
             liveserver.stop(server)
-        with psycopg.connect(admin, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def revision(event: dict[str, Any]) -> int:

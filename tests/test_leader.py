@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from runtimes.controller.leader import FileLock, PostgresAdvisoryLock, lead, postgres_params
+from tests.support import services
 
 ROOT = Path(__file__).resolve().parent.parent
 PG_ADMIN = {"host": "127.0.0.1", "port": 5432, "user": "postgres", "dbname": "postgres"}
@@ -139,12 +140,7 @@ def test_an_advisory_lock_has_one_holder_and_frees_when_its_session_ends() -> No
 @pytest.fixture(scope="module")
 def postgres_database(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A migrated database of this module's own; yields its DATABASE_URL."""
-    psycopg = _psycopg()
-    name = f"nodus_leader_{secrets.token_hex(4)}"
-    with psycopg.connect(**PG_ADMIN, autocommit=True) as admin:  # type: ignore[attr-defined]
-        admin.execute(f'CREATE DATABASE "{name}"')
-    url = f"postgres://postgres@127.0.0.1:5432/{name}"
-    try:
+    with services.temp_database("nodus_leader") as url:
         subprocess.run(
             [sys.executable, "manage.py", "migrate", "-v0"],
             cwd=ROOT,
@@ -153,9 +149,6 @@ def postgres_database(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]
             timeout=120,
         )
         yield url
-    finally:
-        with psycopg.connect(**PG_ADMIN, autocommit=True) as admin:  # type: ignore[attr-defined]
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def _env(database_url: str, data_dir: Path) -> dict[str, str]:

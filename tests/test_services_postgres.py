@@ -10,23 +10,21 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import threading
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import runtime_manifest
+from tests.support import services
 
 pytestmark = pytest.mark.services
 
 ROOT = Path(__file__).resolve().parent.parent
-PG_HOST, PG_PORT, PG_USER = "127.0.0.1", 5432, "postgres"
 WRITERS = 4
 ROUNDS = 20  # per writer: create own object, patch it, patch the shared one
 
@@ -69,30 +67,11 @@ print("done")
 """
 
 
-def _reachable() -> bool:
-    with socket.socket() as probe:
-        probe.settimeout(1)
-        return probe.connect_ex((PG_HOST, PG_PORT)) == 0
-
-
 @pytest.fixture
 def database() -> Iterator[str]:
-    """A fresh database; its DATABASE_URL. Dropped afterwards, connections and all."""
-    if not _reachable():
-        if os.environ.get("CI"):
-            pytest.fail(f"PostgreSQL is not listening on {PG_HOST}:{PG_PORT}")
-        pytest.skip(f"needs PostgreSQL on {PG_HOST}:{PG_PORT}")
-    import psycopg
-
-    name = f"nodus_test_{uuid.uuid4().hex[:12]}"
-    admin = f"host={PG_HOST} port={PG_PORT} user={PG_USER} dbname=postgres"
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield f"postgres://{PG_USER}@{PG_HOST}:{PG_PORT}/{name}"
-    finally:
-        with psycopg.connect(admin, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    """A fresh database; its DATABASE_URL."""
+    with services.temp_database() as url:
+        yield url
 
 
 def _env(database_url: str, data_dir: Path) -> dict[str, str]:
