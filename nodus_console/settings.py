@@ -51,6 +51,15 @@ def _database(url: str) -> dict[str, object]:
             },
         }
     if parts.scheme in {"postgres", "postgresql"}:
+        conn_max_age = int(options.pop("conn_max_age", "0"))
+        test_name = options.pop("test_name", None)
+        pool_size = int(options.pop("pool_max_size", "16"))
+        if conn_max_age == 0 and pool_size > 0:
+            # Daphne runs each request on a thread; opening a connection per request costs
+            # milliseconds and, under load, "too many clients". psycopg's pool (Django >= 5.1)
+            # keeps a few open. `?pool_max_size=0` turns it off; persistent connections
+            # (`?conn_max_age=N`) and the pool exclude each other.
+            options["pool"] = {"min_size": 2, "max_size": pool_size, "timeout": 30}
         return {
             "ENGINE": "django.db.backends.postgresql",
             "NAME": unquote(parts.path.lstrip("/")) or "postgres",
@@ -58,9 +67,9 @@ def _database(url: str) -> dict[str, object]:
             "PASSWORD": unquote(parts.password or ""),
             "HOST": parts.hostname or "",
             "PORT": str(parts.port or ""),
-            "CONN_MAX_AGE": int(options.pop("conn_max_age", "0")),
+            "CONN_MAX_AGE": conn_max_age,
             "OPTIONS": options,
-            "TEST": {"NAME": options.pop("test_name", None)},
+            "TEST": {"NAME": test_name},
         }
     raise ValueError(
         f"DATABASE_URL: unsupported scheme {parts.scheme!r} (use sqlite:// or postgres://)"

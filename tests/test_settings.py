@@ -67,6 +67,14 @@ def test_it_parses_postgres_urls_with_credentials_and_options() -> None:
     assert db["OPTIONS"] == {"sslmode": "require"}
 
 
+def test_it_pools_postgres_connections_unless_told_otherwise() -> None:
+    pooled = _database("postgres://postgres@127.0.0.1:5432/nodus")
+    assert pooled["OPTIONS"]["pool"]["max_size"] == 16
+    assert _database("postgres://h/db?pool_max_size=4")["OPTIONS"]["pool"]["max_size"] == 4
+    assert "pool" not in _database("postgres://h/db?pool_max_size=0")["OPTIONS"]
+    assert "pool" not in _database("postgres://h/db?conn_max_age=60")["OPTIONS"]
+
+
 def test_it_refuses_an_unknown_database_scheme() -> None:
     with pytest.raises(ValueError, match="mysql"):
         _database("mysql://root@localhost/nodus")
