@@ -16,13 +16,11 @@ from __future__ import annotations
 import contextlib
 import os
 import random
-import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,13 +30,13 @@ import orjson
 import pytest
 
 from tests.conftest import runtime_manifest
+from tests.support import services
 from tests.support.liveserver import _SETUP, free_port
 
 pytestmark = pytest.mark.services
 
 ROOT = Path(__file__).resolve().parent.parent
-PG_HOST, PG_PORT, PG_USER = "127.0.0.1", 5432, "postgres"
-REDIS_HOST, REDIS_PORT = "127.0.0.1", 6379
+REDIS_HOST, REDIS_PORT = services.REDIS_HOST, services.REDIS_PORT
 RESOURCE = "trainingruntimes.nodus.dev"
 COLLECTION = "/apis/nodus.dev/v1beta1/namespaces/demo/trainingruntimes"
 WRITERS = 8
@@ -47,34 +45,11 @@ CATCH_UP_SECONDS = 20.0
 MERGE = {"Content-Type": "application/merge-patch+json"}
 
 
-def _listening(host: str, port: int) -> bool:
-    with socket.socket() as probe:
-        probe.settimeout(1)
-        return probe.connect_ex((host, port)) == 0
-
-
-def _require(host: str, port: int, what: str) -> None:
-    if not _listening(host, port):
-        if os.environ.get("CI"):
-            pytest.fail(f"{what} is not listening on {host}:{port}")
-        pytest.skip(f"needs {what} on {host}:{port}")
-
-
 @pytest.fixture(scope="module")
 def database() -> Iterator[str]:
-    """A fresh PostgreSQL database; its DATABASE_URL. Dropped afterwards, connections and all."""
-    _require(PG_HOST, PG_PORT, "PostgreSQL")
-    import psycopg
-
-    name = f"nodus_mw_{uuid.uuid4().hex[:12]}"
-    admin = f"host={PG_HOST} port={PG_PORT} user={PG_USER} dbname=postgres"
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield f"postgres://{PG_USER}@{PG_HOST}:{PG_PORT}/{name}"
-    finally:
-        with psycopg.connect(admin, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    """A fresh PostgreSQL database; its DATABASE_URL."""
+    with services.temp_database("nodus_mw") as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
@@ -85,7 +60,7 @@ def redis_url() -> Iterator[str]:
     spurious wake-ups, never correctness; the group key is removed afterwards only when the
     database was empty before (nobody else is using it).
     """
-    _require(REDIS_HOST, REDIS_PORT, "Redis")
+    services.require_redis()
     import redis
 
     db = random.randint(8, 15)
