@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import secrets
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -34,7 +35,7 @@ def _secret_key() -> str:
 
 def _database(url: str) -> dict[str, object]:
     parts = urlsplit(url)
-    options = dict(parse_qsl(parts.query))
+    options: dict[str, Any] = dict(parse_qsl(parts.query))
     if parts.scheme == "sqlite":
         # sqlite:////abs/path is absolute, sqlite:///rel/path is relative (as dj-database-url).
         rest = url[len("sqlite://") :].split("?", 1)[0]

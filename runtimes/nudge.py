@@ -87,9 +87,17 @@ class Nudger:
 
     def stop(self) -> None:
         loop = self._loop
-        if loop is not None and not loop.is_closed():
+        if loop is None:
+            return
+
+        def cancel_all() -> None:
+            # On the loop's own thread, in one go: cancelling task by task from here would race
+            # the loop finishing (and closing) once the first cancellations land.
             for task in asyncio.all_tasks(loop):
-                loop.call_soon_threadsafe(task.cancel)
+                task.cancel()
+
+        with contextlib.suppress(RuntimeError):  # the loop has already ended
+            loop.call_soon_threadsafe(cancel_all)
 
     def note_local(self, revision: int) -> None:
         """Called (from any thread) when this process committed `revision`."""
