@@ -10,6 +10,8 @@ from rest_framework.views import APIView
 
 from runtimes import errors, store
 from runtimes.api import media
+from runtimes.api.options import WriteOptions, write_options
+from runtimes.api.patching import manager_name
 from runtimes.resources import ResourceType, lookup
 
 
@@ -69,6 +71,15 @@ class KubeView(APIView):
         self.rendering = media.accepted_as(request, self.renderings)
         if self.rendering is None:
             raise media.not_acceptable()
+
+    def write_context(
+        self, request: Request, kind: str, apply: bool = False
+    ) -> tuple[WriteOptions, list[str], str]:
+        """A write's options, the warnings its body's decoding earned, and its field manager."""
+        options = write_options(request.query_params, kind, apply=apply)
+        decoding = self.decoding_warnings(options.field_validation)
+        manager = manager_name(options.field_manager, request.META.get("HTTP_USER_AGENT", ""))
+        return options, decoding, manager
 
     def decoding_warnings(self, field_validation: str) -> list[str]:
         """Duplicate JSON keys: a 400 under Strict, a warning under Warn, nothing under Ignore."""

@@ -10,7 +10,7 @@ from rest_framework.response import Response
 from runtimes import access, errors, store
 from runtimes.api import listing, media, patching
 from runtimes.api.base import KubeView, respond
-from runtimes.api.options import delete_options, write_options
+from runtimes.api.options import delete_options
 
 
 def deleted_status(rt: Any, obj: dict[str, Any]) -> dict[str, Any]:
@@ -52,11 +52,7 @@ class CollectionView(KubeView):
         access.authorize(request.user, "create", self.rt, namespace or "")
         body = self.body_object(request)
         self.check_identity(body, namespace)
-        options = write_options(request.query_params, "CreateOptions")
-        decoding = self.decoding_warnings(options.field_validation)
-        manager = patching.manager_name(
-            options.field_manager, request.META.get("HTTP_USER_AGENT", "")
-        )
+        options, decoding, manager = self.write_context(request, "CreateOptions")
         result = store.create(
             self.rt,
             namespace,
@@ -136,11 +132,7 @@ class ItemView(KubeView):
         )
         body = self.body_object(request)
         self.check_identity(body, namespace, name)
-        options = write_options(request.query_params, "UpdateOptions")
-        decoding = self.decoding_warnings(options.field_validation)
-        manager = patching.manager_name(
-            options.field_manager, request.META.get("HTTP_USER_AGENT", "")
-        )
+        options, decoding, manager = self.write_context(request, "UpdateOptions")
         self._get_or_explain(namespace, name)
         result = store.update(
             self.rt,
@@ -162,12 +154,8 @@ class ItemView(KubeView):
             request.user, "patch", self.rt, self._namespace(namespace), name, self.subresource
         )
         apply = content_type == media.APPLY_PATCH
-        options = write_options(request.query_params, "PatchOptions", apply=apply)
         body = request.data
-        decoding = self.decoding_warnings(options.field_validation)
-        manager = patching.manager_name(
-            options.field_manager, request.META.get("HTTP_USER_AGENT", "")
-        )
+        options, decoding, manager = self.write_context(request, "PatchOptions", apply=apply)
         if apply:
             if not isinstance(body, dict):
                 raise errors.bad_request("an apply patch must be one object (YAML or JSON)")
