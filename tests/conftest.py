@@ -3,14 +3,8 @@ is a platform admin) and API clients that authenticate as each with a real beare
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Callable
 from typing import Any
-
-# Each test run gets its own data dir, so a developer's .data is never touched.
-os.environ.setdefault("NODUS_DATA_DIR", tempfile.mkdtemp(prefix="nodus-test-"))
-os.environ.setdefault("NODUS_EMBEDDED_CONTROLLER", "0")
 
 import orjson
 import pytest

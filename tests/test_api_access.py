@@ -14,7 +14,6 @@ from runtimes import store
 from runtimes.models import Event, Project, RevisionCounter
 from runtimes.resources import lookup
 from tests.conftest import GV, ApiClient, runtime_manifest
-from tests.support.fixtures import fast_password_hashing  # noqa: F401
 
 pytestmark = pytest.mark.django_db
 

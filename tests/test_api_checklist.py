@@ -21,7 +21,6 @@ from runtimes.hub import HubEvent
 from runtimes.models import Event, StoredObject
 from runtimes.resources import lookup
 from tests.conftest import GV, ApiClient, runtime_manifest
-from tests.support.fixtures import fast_password_hashing  # noqa: F401
 from tests.support.kubectl import Kubectl, Result
 from tests.support.liveserver import LiveServer, daphne_server  # noqa: F401
 

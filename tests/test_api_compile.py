@@ -11,7 +11,6 @@ from runtimes import store
 from runtimes.models import Event
 from tests.conftest import GV, ApiClient
 from tests.invalid_manifests import base
-from tests.support.fixtures import fast_password_hashing  # noqa: F401
 
 pytestmark = pytest.mark.django_db
 

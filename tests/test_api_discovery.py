@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 
 from tests.conftest import GV, ApiClient
-from tests.support.fixtures import fast_password_hashing  # noqa: F401
 
 pytestmark = pytest.mark.django_db
 

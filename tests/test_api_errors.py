@@ -16,7 +16,6 @@ import pytest
 from runtimes import errors, store
 from runtimes.models import Event, StoredObject
 from tests.conftest import GV, ApiClient, runtime_manifest
-from tests.support.fixtures import fast_password_hashing  # noqa: F401
 
 pytestmark = pytest.mark.django_db
 

@@ -11,7 +11,6 @@ import pytest
 from runtimes import store
 from runtimes.models import Event, StoredObject
 from tests.conftest import GV, ApiClient, runtime_manifest
-from tests.support.fixtures import fast_password_hashing  # noqa: F401
 
 pytestmark = pytest.mark.django_db
 

@@ -8,7 +8,6 @@ import pytest
 from django.test import Client
 
 from runtimes import errors
-from tests.support.fixtures import fast_password_hashing  # noqa: F401
 
 # apimachinery pkg/api/errors: the HTTP code each StatusReason is answered with.
 KUBE_CODES = {

@@ -18,7 +18,6 @@ from runtimes import store
 from runtimes.models import Event, Membership, Project, Role, StoredObject
 from tests.conftest import GV, ApiClient
 from tests.invalid_manifests import base, cases, manifest
-from tests.support.fixtures import fast_password_hashing  # noqa: F401
 
 pytestmark = pytest.mark.django_db
 

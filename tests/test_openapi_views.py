@@ -11,7 +11,6 @@ import orjson
 import pytest
 
 from tests.conftest import ApiClient
-from tests.support.fixtures import fast_password_hashing  # noqa: F401
 
 pytestmark = pytest.mark.django_db
 

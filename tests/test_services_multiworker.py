@@ -31,7 +31,7 @@ import pytest
 
 from tests.conftest import runtime_manifest
 from tests.support import services
-from tests.support.liveserver import _SETUP, free_port
+from tests.support.liveserver import free_port, prepare
 
 pytestmark = pytest.mark.services
 
@@ -129,19 +129,7 @@ def _wait_until_up(url: str, process: subprocess.Popen[bytes], log: Path) -> Non
 def cluster(database: str, redis_url: str) -> Iterator[Cluster]:
     data_dir = Path(tempfile.mkdtemp(prefix="nodus-multiworker-"))
     env = _environment(database, redis_url, data_dir)
-    manage = [sys.executable, str(ROOT / "manage.py")]
-    subprocess.run([*manage, "migrate", "--verbosity=0"], cwd=ROOT, env=env, check=True, timeout=60)
-    setup = subprocess.run(
-        [*manage, "shell", "-c", _SETUP],
-        cwd=ROOT,
-        env=env,
-        check=True,
-        timeout=60,
-        capture_output=True,
-        text=True,
-    )
-    line = next(x for x in setup.stdout.splitlines() if x.startswith("TOKENS="))
-    token = orjson.loads(line.removeprefix("TOKENS="))["alice"]
+    token = prepare(data_dir, env)["alice"]
     processes: list[subprocess.Popen[bytes]] = []
     urls: list[str] = []
     logs: list[Path] = []

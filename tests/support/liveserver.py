@@ -86,9 +86,9 @@ def server_environment(data_dir: Path) -> dict[str, str]:
     return env
 
 
-def prepare(data_dir: Path) -> dict[str, str]:
+def prepare(data_dir: Path, env: dict[str, str] | None = None) -> dict[str, str]:
     """Migrates and creates the actors; returns each actor's API token."""
-    env = server_environment(data_dir)
+    env = env or server_environment(data_dir)
     manage = [str(PYTHON), str(REPO / "manage.py")]
     subprocess.run(
         [*manage, "migrate", "--verbosity=0"], cwd=REPO, env=env, check=True, timeout=120
