@@ -27,8 +27,8 @@ def _signed_in_client() -> Client:
 
 @case("console")
 def console_pages(bench: Bench) -> Iterable[Comparison]:
-    from runtimes import store
-    from runtimes.resources import lookup
+    from runtimes.registry.resources import lookup
+    from runtimes.storage import store
 
     server = bench.context["server"]
     rt = lookup("trainingruntimes")

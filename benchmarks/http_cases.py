@@ -34,8 +34,8 @@ def manifest(name: str) -> dict[str, Any]:
 
 @case("http")
 def http_create_and_get(bench: Bench) -> Iterable[Comparison]:
-    from runtimes import store
-    from runtimes.resources import lookup
+    from runtimes.registry.resources import lookup
+    from runtimes.storage import store
 
     server = bench.context["server"]
     n = bench.repeat

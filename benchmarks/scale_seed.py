@@ -66,8 +66,9 @@ def _trimmed(manifest: Obj) -> Obj:
 
 def shapes(namespace: str) -> list[Obj]:
     """The managed catalog's runtimes, prepared by the store as a create would prepare them."""
-    from runtimes import seeding, store
-    from runtimes.resources import lookup
+    from runtimes.registry import seeding
+    from runtimes.registry.resources import lookup
+    from runtimes.storage import store
 
     rt = lookup("trainingruntimes")
     assert rt is not None
@@ -100,8 +101,8 @@ def clone(shape: Obj, i: int, revision: int, when: str) -> Obj:
 def seed(count: int, namespace: str) -> dict[str, Any]:
     from django.db import transaction
 
-    from runtimes.models import Event, RevisionCounter, StoredObject
-    from runtimes.resources import lookup
+    from runtimes.registry.resources import lookup
+    from runtimes.storage.models import Event, RevisionCounter, StoredObject
 
     rt = lookup("trainingruntimes")
     assert rt is not None
@@ -136,10 +137,10 @@ def main(count: int, namespace: str) -> None:
     django.setup()
     from django.core.management import call_command
 
-    from runtimes import seeding
-    from runtimes.bootstrap import ensure_admin
-    from runtimes.models import Membership, Project, Role
-    from runtimes.tokens import create_token
+    from runtimes.accounts.bootstrap import ensure_admin
+    from runtimes.accounts.tokens import create_token
+    from runtimes.registry import seeding
+    from runtimes.storage.models import Membership, Project, Role
 
     began = time.monotonic()
     call_command("migrate", interactive=False, verbosity=0)

@@ -44,8 +44,8 @@ def prepare_database() -> tuple[str, str]:
     """Migrates, makes the admin, its project and a token; returns (token, namespace)."""
     from django.core.management import call_command
 
-    from runtimes.bootstrap import ensure_admin, ensure_demo_project
-    from runtimes.tokens import create_token
+    from runtimes.accounts.bootstrap import ensure_admin, ensure_demo_project
+    from runtimes.accounts.tokens import create_token
 
     call_command("migrate", interactive=False, verbosity=0)
     admin, _password, _generated = ensure_admin()

@@ -19,7 +19,7 @@ DATA = Path(__file__).resolve().parent.parent / "runtimes" / "data"
 
 
 def largest_seeded_spec() -> tuple[str, dict[str, Any]]:
-    from runtimes.seeding import load_manifests
+    from runtimes.registry.seeding import load_manifests
 
     manifests = [
         m
@@ -61,9 +61,9 @@ def _round_trip(spec: dict[str, Any]) -> object:
 
 @case("validation")
 def validation(bench: Bench) -> Iterable[Comparison]:
-    from runtimes.accelerators import catalog
-    from runtimes.parameter_schema import PARAMETERS_MAX_BYTES
-    from runtimes.validation import validate_spec
+    from runtimes.catalog.accelerators import catalog
+    from runtimes.registry.trainingruntime.parameter_schema import PARAMETERS_MAX_BYTES
+    from runtimes.registry.trainingruntime.validation import validate_spec
 
     accelerators = catalog()
     name, spec = largest_seeded_spec()

@@ -8,9 +8,10 @@ class RuntimesConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from runtimes import compaction, events, nudge
+        from runtimes.storage import compaction, events
+        from runtimes.watch import nudge
 
-        # Every process that writes tells the others, hub or no hub (see runtimes.nudge).
+        # Every process that writes tells the others, hub or no hub (see runtimes.watch.nudge).
         events.subscribe(nudge.published)
         # And keeps the event log bounded, even where no hub runs (a lone controller, a script).
         events.subscribe(compaction.after_commit)

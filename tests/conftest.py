@@ -11,8 +11,8 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 
-from runtimes.models import Membership, Project, Role
-from runtimes.tokens import create_token
+from runtimes.accounts.tokens import create_token
+from runtimes.storage.models import Membership, Project, Role
 
 GV = "/apis/nodus.dev/v1beta1"
 

@@ -11,10 +11,10 @@ import pytest
 from django.http import QueryDict
 from django.test import Client
 
-from runtimes import store
-from runtimes.kinds import TRAINING_RUNTIMES
-from runtimes.models import Project
-from runtimes.seeding import MANAGED_CATALOG, load_manifests
+from runtimes.registry.kinds import TRAINING_RUNTIMES
+from runtimes.registry.seeding import MANAGED_CATALOG, load_manifests
+from runtimes.storage import store
+from runtimes.storage.models import Project
 from tests.conftest import runtime_manifest
 
 Obj = dict[str, Any]

@@ -7,15 +7,15 @@ from pathlib import Path
 import pytest
 import yaml
 
-from runtimes import accelerators
-from runtimes.accelerators import (
+from runtimes.apimachinery.quantities import parse_quantity
+from runtimes.catalog import accelerators
+from runtimes.catalog.accelerators import (
     ACCELERATOR_COLUMNS,
     AcceleratorCatalogError,
     accelerator_objects,
     accelerator_table_row,
     parse_catalog,
 )
-from runtimes.quantities import parse_quantity
 
 SHIPPED_IDS = {
     "h100-80g-sxm",

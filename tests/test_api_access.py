@@ -10,9 +10,9 @@ from typing import Any
 import orjson
 import pytest
 
-from runtimes import store
-from runtimes.models import Event, Project, RevisionCounter
-from runtimes.resources import lookup
+from runtimes.registry.resources import lookup
+from runtimes.storage import store
+from runtimes.storage.models import Event, Project, RevisionCounter
 from tests.conftest import GV, ApiClient, runtime_manifest
 
 pytestmark = pytest.mark.django_db
@@ -148,8 +148,8 @@ def test_it_lists_across_projects_only_what_each_actor_may_read(
 def test_it_refuses_a_revoked_or_unknown_token(
     api: Callable[[str | None], ApiClient], actors: dict[str, Any]
 ) -> None:
-    from runtimes.models import ApiToken
-    from runtimes.tokens import revoke
+    from runtimes.accounts.tokens import revoke
+    from runtimes.storage.models import ApiToken
 
     alice = api("alice")
     assert alice.get(f"{GV}/namespaces/demo/trainingruntimes").status_code == 200
@@ -165,7 +165,7 @@ def test_it_refuses_a_revoked_or_unknown_token(
 def test_it_lets_everyone_signed_in_read_the_accelerator_catalog_and_nobody_write_it(
     api: Callable[[str | None], ApiClient], actors: dict[str, Any]
 ) -> None:
-    from runtimes import seeding
+    from runtimes.registry import seeding
 
     seeding.seed_accelerators()
     for who in ("alice", "charlie", "root"):

@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 import yaml
 
-from runtimes import store
 from runtimes.api import watchstream
 from runtimes.api.listoptions import selection
-from runtimes.hub import HubEvent
-from runtimes.models import Event, StoredObject
-from runtimes.resources import lookup
+from runtimes.registry.resources import lookup
+from runtimes.storage import store
+from runtimes.storage.models import Event, StoredObject
+from runtimes.watch.hub import HubEvent
 from tests.conftest import GV, ApiClient, runtime_manifest
 from tests.support.kubectl import Kubectl, Result
 from tests.support.liveserver import LiveServer, daphne_server  # noqa: F401

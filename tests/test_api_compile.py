@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from runtimes import store
-from runtimes.models import Event
+from runtimes.storage import store
+from runtimes.storage.models import Event
 from tests.conftest import GV, ApiClient
 from tests.invalid_manifests import base
 

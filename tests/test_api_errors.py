@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 
-from runtimes import errors, store
-from runtimes.models import Event, StoredObject
+from runtimes.apimachinery import errors
+from runtimes.storage import store
+from runtimes.storage.models import Event, StoredObject
 from tests.conftest import GV, ApiClient, runtime_manifest
 
 pytestmark = pytest.mark.django_db

@@ -10,10 +10,10 @@ from urllib.parse import quote
 import orjson
 import pytest
 
-from runtimes import compaction, store
 from runtimes.api import listing
-from runtimes.models import Project
-from runtimes.resources import lookup
+from runtimes.registry.resources import lookup
+from runtimes.storage import compaction, store
+from runtimes.storage.models import Project
 from tests.conftest import GV, ApiClient, runtime_manifest
 
 pytestmark = pytest.mark.django_db

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from runtimes import hub as hub_module
 from runtimes.api import watchstream
 from runtimes.api.listoptions import ListOptions, selection
-from runtimes.hub import Hub, HubEvent
-from runtimes.resources import lookup
+from runtimes.registry.resources import lookup
+from runtimes.watch import hub as hub_module
+from runtimes.watch.hub import Hub, HubEvent
 
 RT = lookup("trainingruntimes")
 

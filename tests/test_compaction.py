@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from runtimes import compaction, snapshots, store
-from runtimes.models import Event, RevisionCounter
-from runtimes.resources import lookup
+from runtimes.registry.resources import lookup
+from runtimes.storage import compaction, snapshots, store
+from runtimes.storage.models import Event, RevisionCounter
 from tests.conftest import runtime_manifest
 
 pytestmark = pytest.mark.django_db

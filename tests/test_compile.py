@@ -7,9 +7,9 @@ import copy
 import orjson
 import pytest
 
-from runtimes.accelerators import AcceleratorCatalog, parse_catalog
-from runtimes.compile import CompileResult, compile_job, deep_merge, provenance
-from runtimes.fielderrors import FieldError
+from runtimes.apimachinery.fielderrors import FieldError
+from runtimes.catalog.accelerators import AcceleratorCatalog, parse_catalog
+from runtimes.catalog.compile import CompileResult, compile_job, deep_merge, provenance
 
 
 def offering(count: int, cpu: str, memory: str, disk: str, price: float) -> dict:

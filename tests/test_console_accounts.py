@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 import yaml
 
-from runtimes.models import ApiToken, Membership
-from runtimes.tokens import user_for
+from runtimes.accounts.tokens import user_for
+from runtimes.storage.models import ApiToken, Membership
 from tests.console_fixtures import client_for
 
 pytestmark = pytest.mark.django_db

@@ -8,8 +8,8 @@ import pytest
 from django.test import Client
 from django.utils.html import escape
 
+from runtimes.apimachinery.errors import REASONS
 from runtimes.console.docs import api_fields
-from runtimes.errors import REASONS
 
 pytestmark = pytest.mark.django_db
 

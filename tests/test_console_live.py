@@ -11,9 +11,10 @@ from channels.testing import WebsocketCommunicator
 from django.test import Client
 
 from nodus_console.asgi import application
-from runtimes import hub, store
-from runtimes.kinds import TRAINING_RUNTIMES
-from runtimes.models import Project, RevisionCounter
+from runtimes.registry.kinds import TRAINING_RUNTIMES
+from runtimes.storage import store
+from runtimes.storage.models import Project, RevisionCounter
+from runtimes.watch import hub
 from tests.conftest import runtime_manifest
 from tests.console_fixtures import put_runtime
 

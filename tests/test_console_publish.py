@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 import yaml
 
-from runtimes import store
 from runtimes.console.manifests import STARTER, line_of
-from runtimes.kinds import TRAINING_RUNTIMES
+from runtimes.registry.kinds import TRAINING_RUNTIMES
+from runtimes.storage import store
 from tests.conftest import runtime_manifest
 from tests.console_fixtures import client_for, put_runtime
 
@@ -25,7 +25,7 @@ def test_it_offers_publishing_only_to_editors(actors: dict[str, Any]) -> None:
 
 
 def test_it_lets_platform_admins_publish_to_nodus(actors: dict[str, Any]) -> None:
-    from runtimes.models import Project
+    from runtimes.storage.models import Project
 
     Project.objects.get_or_create(name="nodus")
     page = client_for(actors["root"]).get("/publish").content.decode()
@@ -76,7 +76,7 @@ def test_it_publishes_and_lands_on_the_status_tab(actors: dict[str, Any]) -> Non
 
 
 def test_it_refuses_publishing_to_a_project_the_user_cannot_write(actors: dict[str, Any]) -> None:
-    from runtimes.models import Project
+    from runtimes.storage.models import Project
 
     Project.objects.get_or_create(name="nodus")
     response = client_for(actors["alice"]).post(

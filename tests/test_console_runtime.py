@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 import yaml
 
-from runtimes import store
-from runtimes.kinds import TRAINING_RUNTIMES
+from runtimes.registry.kinds import TRAINING_RUNTIMES
+from runtimes.storage import store
 from tests import console_fixtures
 from tests.conftest import runtime_manifest
 from tests.console_fixtures import client_for, form_fields, put_runtime

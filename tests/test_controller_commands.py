@@ -11,11 +11,11 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from runtimes.controller.builder import build_image
-from runtimes.controller.cosign import TrustedKey, load_private_key, verify_image
-from runtimes.controller.errors import SignatureMissing
-from runtimes.controller.layout import LayoutStore
-from runtimes.controller.oci import RegistryClient, RegistrySettings
+from runtimes.controller.oci.builder import build_image
+from runtimes.controller.oci.client import RegistryClient, RegistrySettings
+from runtimes.controller.oci.errors import SignatureMissing
+from runtimes.controller.oci.layout import LayoutStore
+from runtimes.controller.signing.cosign import TrustedKey, load_private_key, verify_image
 from tests.registry_fixture import RunningRegistry, registry  # noqa: F401 - fixture
 from tests.test_reconcile import create_runtime, make_world, status_of, verified
 

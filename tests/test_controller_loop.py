@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 from django.db import OperationalError
 
-from runtimes import events, store
-from runtimes.controller.layout import REF_NAME
 from runtimes.controller.loop import Controller
+from runtimes.controller.oci.layout import REF_NAME
 from runtimes.controller.reconcile import runtime_type
+from runtimes.storage import events, store
 from tests.registry_fixture import (  # noqa: F401 - fixtures
     RunningRegistry,
     registry,

@@ -10,8 +10,19 @@ import pytest
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from runtimes.controller.builder import build_image
-from runtimes.controller.cosign import (
+from runtimes.controller.oci.builder import build_image
+from runtimes.controller.oci.client import RegistryClient, RegistrySettings
+from runtimes.controller.oci.errors import (
+    ImageNotFound,
+    InvalidImageReference,
+    SignatureInvalid,
+    SignatureMissing,
+)
+from runtimes.controller.oci.images import ImageSource
+from runtimes.controller.oci.layout import LayoutStore
+from runtimes.controller.oci.media import OCI_CONFIG, OCI_MANIFEST
+from runtimes.controller.oci.reference import ImageReference, parse_reference
+from runtimes.controller.signing.cosign import (
     SIGNATURE_ANNOTATION,
     SIMPLE_SIGNING,
     KeyPair,
@@ -22,17 +33,6 @@ from runtimes.controller.cosign import (
     signature_tag,
     verify_image,
 )
-from runtimes.controller.errors import (
-    ImageNotFound,
-    InvalidImageReference,
-    SignatureInvalid,
-    SignatureMissing,
-)
-from runtimes.controller.images import ImageSource
-from runtimes.controller.layout import LayoutStore
-from runtimes.controller.media import OCI_CONFIG, OCI_MANIFEST
-from runtimes.controller.oci import RegistryClient, RegistrySettings
-from runtimes.controller.reference import ImageReference, parse_reference
 from tests.registry_fixture import RunningRegistry, registry  # noqa: F401 - fixture
 
 NAME = "registry.test/team/sft"

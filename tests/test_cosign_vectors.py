@@ -9,7 +9,11 @@ from typing import Any
 
 import pytest
 
-from runtimes.controller.cosign import (
+from runtimes.controller.oci.errors import SignatureInvalid
+from runtimes.controller.oci.layout import LayoutStore
+from runtimes.controller.oci.media import OCI_CONFIG, OCI_MANIFEST, manifest_media_type
+from runtimes.controller.oci.reference import parse_reference
+from runtimes.controller.signing.cosign import (
     SIGNATURE_ANNOTATION,
     TrustedKey,
     key_fingerprint,
@@ -17,10 +21,6 @@ from runtimes.controller.cosign import (
     verify_image,
     verify_payload,
 )
-from runtimes.controller.errors import SignatureInvalid
-from runtimes.controller.layout import LayoutStore
-from runtimes.controller.media import OCI_CONFIG, OCI_MANIFEST, manifest_media_type
-from runtimes.controller.reference import parse_reference
 
 VECTORS = Path(__file__).resolve().parents[1].parent / "shared/testdata/cosign"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 
-from runtimes.defaulting import default_spec
+from runtimes.registry.trainingruntime.defaulting import default_spec
 from tests.invalid_manifests import base
 
 MINIMAL = {"image": "x", "task": "SFT", "command": ["train"]}

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from runtimes import errors
+from runtimes.apimachinery import errors
 
 # apimachinery pkg/api/errors: the HTTP code each StatusReason is answered with.
 KUBE_CODES = {

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from runtimes.accelerators import AcceleratorCatalog, parse_catalog
-from runtimes.estimates import estimate, scale_factors
+from runtimes.catalog.accelerators import AcceleratorCatalog, parse_catalog
+from runtimes.catalog.estimates import estimate, scale_factors
 
 
 def variant(variant_id: str, memory: str, klass: str, price: float) -> dict:

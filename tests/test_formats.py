@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from runtimes.formats import FORMAT_PATTERNS, check_format, known_formats
+from runtimes.apimachinery.formats import FORMAT_PATTERNS, check_format, known_formats
 
 DIGEST = "sha256:" + "0123456789abcdef" * 4
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from runtimes.accelerators import catalog
-from runtimes.gpu_rules import classes_for, gpu_requests, variant_class, variant_family
+from runtimes.catalog.accelerators import catalog
+from runtimes.catalog.gpu_rules import classes_for, gpu_requests, variant_class, variant_family
 from tests.invalid_manifests import base, stub_catalog
 
 CATALOGS = [pytest.param(stub_catalog(), id="stub"), pytest.param(catalog(), id="real")]

@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from runtimes import health, store
-from runtimes.resources import lookup
+from runtimes.api import health
+from runtimes.registry.resources import lookup
+from runtimes.storage import store
 from tests.conftest import runtime_manifest
 from tests.registry_fixture import free_port
 
@@ -61,7 +62,7 @@ def test_it_fails_readyz_when_the_hub_lags_behind_the_log(
     store.create(rt, "demo", runtime_manifest("b"))
     seen = store.current_revision() - 2
     monkeypatch.setitem(
-        sys.modules, "runtimes.hub", types.SimpleNamespace(last_revision=lambda: seen)
+        sys.modules, "runtimes.watch.hub", types.SimpleNamespace(last_revision=lambda: seen)
     )
     monkeypatch.setattr(health, "MAX_HUB_LAG", 1)
     assert health.hub_lag() == 2

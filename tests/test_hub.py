@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 from asgiref.sync import sync_to_async
 
-from runtimes import compaction, hub, store
-from runtimes.hub import Hub, HubEvent, TooOld, TooSlow
-from runtimes.resources import lookup
+from runtimes.registry.resources import lookup
+from runtimes.storage import compaction, store
+from runtimes.watch import hub
+from runtimes.watch.hub import Hub, HubEvent, TooOld, TooSlow
 from tests.conftest import runtime_manifest
 
 
@@ -74,7 +75,7 @@ def test_it_never_repeats_or_reorders_while_the_ring_moves(rt: Any) -> None:
 
 @pytest.mark.django_db
 def test_it_filters_by_resource_namespace_and_predicate(rt: Any) -> None:
-    from runtimes.models import Project
+    from runtimes.storage.models import Project
 
     Project.objects.get_or_create(name="other")
     made = fresh_hub()
@@ -171,7 +172,7 @@ def test_it_hands_out_one_hub_per_process_and_restarts_after_shutdown(
 
 @pytest.mark.services
 def test_it_nudges_other_processes_over_redis(settings: Any) -> None:
-    from runtimes.nudge import Nudger
+    from runtimes.watch.nudge import Nudger
 
     settings.CHANNEL_LAYERS = {
         "default": {

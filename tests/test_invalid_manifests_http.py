@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from runtimes import store
-from runtimes.models import Event, Membership, Project, Role, StoredObject
+from runtimes.storage import store
+from runtimes.storage.models import Event, Membership, Project, Role, StoredObject
 from tests.conftest import GV, ApiClient
 from tests.invalid_manifests import base, cases, manifest
 

@@ -11,7 +11,7 @@ import yaml
 from django.conf import settings
 from django.core.management import CommandError, call_command
 
-from runtimes.tls import ensure_certificate
+from runtimes.accounts.tls import ensure_certificate
 from tests.conftest import ApiClient
 
 pytestmark = pytest.mark.django_db

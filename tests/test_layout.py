@@ -6,18 +6,18 @@ from pathlib import Path
 
 import pytest
 
-from runtimes.controller.builder import DECOY_USER, build_image
-from runtimes.controller.cosign import generate_key_pair, sign
-from runtimes.controller.errors import (
+from runtimes.controller.inspection import inspect
+from runtimes.controller.oci.builder import DECOY_USER, build_image
+from runtimes.controller.oci.errors import (
     ContentTooLarge,
     DigestMismatch,
     ImageNotFound,
     SignatureMissing,
 )
-from runtimes.controller.images import ImageSource
-from runtimes.controller.inspection import inspect
-from runtimes.controller.layout import REF_NAME, LayoutStore
-from runtimes.controller.media import DOCKER_MANIFEST, OCI_INDEX, OCI_MANIFEST
+from runtimes.controller.oci.images import ImageSource
+from runtimes.controller.oci.layout import REF_NAME, LayoutStore
+from runtimes.controller.oci.media import DOCKER_MANIFEST, OCI_INDEX, OCI_MANIFEST
+from runtimes.controller.signing.cosign import generate_key_pair, sign
 
 NAME = "registry.nodus.local/trainers/sft"
 

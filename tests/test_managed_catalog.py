@@ -12,9 +12,9 @@ import pytest
 import yaml
 from jsonschema import Draft202012Validator
 
-from runtimes.accelerators import catalog
-from runtimes.compile import CompileResult, compile_job
-from runtimes.matching import match_gpu
+from runtimes.catalog.accelerators import catalog
+from runtimes.catalog.compile import CompileResult, compile_job
+from runtimes.catalog.matching import match_gpu
 
 DATA = Path(__file__).resolve().parent.parent / "runtimes" / "data"
 # The enumerations of the contract (shared/spec/CONTRACT.md).
@@ -171,9 +171,9 @@ def test_the_example_is_one_runtime_for_project_demo() -> None:
 
 def test_every_seeded_object_passes_validation() -> None:
     try:
-        validation = importlib.import_module("runtimes.validation")
+        validation = importlib.import_module("runtimes.registry.trainingruntime.validation")
     except ModuleNotFoundError:
-        pytest.skip("runtimes.validation is not there yet")
+        pytest.skip("runtimes.registry.trainingruntime.validation is not there yet")
     for obj in MANAGED + EXAMPLES:
         assert validation.validate_runtime(obj, catalog()) == [], by_name(obj)
         assert validation.validate_spec(obj["spec"], catalog()) == [], by_name(obj)

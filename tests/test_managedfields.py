@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from runtimes.fieldsets import (
+from runtimes.apimachinery.fieldsets import (
     ListTypes,
     applied_fields,
     decode_fields_v1,
@@ -16,7 +16,7 @@ from runtimes.fieldsets import (
     object_fields,
     path_string,
 )
-from runtimes.managedfields import (
+from runtimes.apimachinery.managedfields import (
     ApplyConflict,
     Conflict,
     applied_config,

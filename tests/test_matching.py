@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from runtimes.accelerators import AcceleratorCatalog, parse_catalog
-from runtimes.matching import effective_resources, explain_gpu, match_gpu
+from runtimes.catalog.accelerators import AcceleratorCatalog, parse_catalog
+from runtimes.catalog.matching import effective_resources, explain_gpu, match_gpu
 
 
 def offering(count: int, cpu: str, memory: str, disk: str, price: float) -> dict:

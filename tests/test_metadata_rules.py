@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from runtimes.metadata_rules import (
+from runtimes.apimachinery.metadata_rules import (
     TOTAL_ANNOTATION_SIZE_LIMIT,
     dns1123_label_errors,
     dns1123_subdomain_errors,

@@ -11,7 +11,8 @@ import pytest
 from django.test import Client
 from prometheus_client.parser import text_string_to_metric_families
 
-from runtimes import metrics, store
+from runtimes.api import metrics
+from runtimes.storage import store
 from tests.conftest import GV, ApiClient, runtime_manifest
 
 pytestmark = pytest.mark.django_db

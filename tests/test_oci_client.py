@@ -10,22 +10,22 @@ from pathlib import Path
 import httpx
 import pytest
 
-from runtimes.controller.builder import DECOY_USER, build_image
-from runtimes.controller.errors import (
+from runtimes.controller.oci.builder import DECOY_USER, build_image
+from runtimes.controller.oci.client import RegistryClient, RegistrySettings
+from runtimes.controller.oci.errors import (
     ContentTooLarge,
     DigestMismatch,
     ImageNotFound,
     RegistryRefused,
     Transient,
 )
-from runtimes.controller.media import (
+from runtimes.controller.oci.media import (
     DOCKER_MANIFEST,
     DOCKER_MANIFEST_LIST,
     OCI_INDEX,
     OCI_MANIFEST,
 )
-from runtimes.controller.oci import RegistryClient, RegistrySettings
-from runtimes.controller.reference import parse_reference
+from runtimes.controller.oci.reference import parse_reference
 from tests.registry_fixture import (  # noqa: F401 - fixtures
     RunningRegistry,
     registry,

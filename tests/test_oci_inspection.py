@@ -4,18 +4,18 @@ from pathlib import Path
 
 import pytest
 
-from runtimes.controller.builder import build_image
-from runtimes.controller.cosign import KeyPair, generate_key_pair, sign
-from runtimes.controller.errors import (
+from runtimes.controller.inspection import Inspection, inspect
+from runtimes.controller.oci.builder import build_image
+from runtimes.controller.oci.client import RegistryClient, RegistrySettings
+from runtimes.controller.oci.errors import (
     ImageNotFound,
     InvalidImageReference,
     SignatureInvalid,
     SignatureMissing,
     Transient,
 )
-from runtimes.controller.inspection import Inspection, inspect
-from runtimes.controller.layout import LayoutStore
-from runtimes.controller.oci import RegistryClient, RegistrySettings
+from runtimes.controller.oci.layout import LayoutStore
+from runtimes.controller.signing.cosign import KeyPair, generate_key_pair, sign
 from tests.registry_fixture import RunningRegistry, stoppable_registry  # noqa: F401 - fixture
 
 NAME = "registry.nodus.local/trainers/sft"

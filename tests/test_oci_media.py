@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from runtimes.controller.errors import ManifestInvalid
-from runtimes.controller.media import (
+from runtimes.controller.oci.errors import ManifestInvalid
+from runtimes.controller.oci.media import (
     DOCKER_MANIFEST_LIST,
     OCI_INDEX,
     OCI_MANIFEST,

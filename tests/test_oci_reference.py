@@ -4,8 +4,8 @@ import re
 
 import pytest
 
-from runtimes.controller.errors import InvalidImageReference
-from runtimes.controller.reference import parse_reference
+from runtimes.controller.oci.errors import InvalidImageReference
+from runtimes.controller.oci.reference import parse_reference
 
 DIGEST = "sha256:" + "ab" * 32
 

@@ -10,14 +10,14 @@ from typing import Any
 import orjson
 import pytest
 
-from runtimes.openapi import (
+from runtimes.registry.openapi import (
     PATCH_MEDIA_TYPES,
     openapi_v3_bytes,
     openapi_v3_discovery,
     openapi_v3_document,
     openapi_v3_hash,
 )
-from runtimes.schema import field_help
+from runtimes.registry.trainingruntime.schema import field_help
 
 GVK = {"group": "nodus.dev", "version": "v1beta1", "kind": "TrainingRuntime"}
 NS = "/apis/nodus.dev/v1beta1/namespaces/{namespace}/trainingruntimes"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from runtimes.parameters import parameter_errors
+from runtimes.catalog.parameters import parameter_errors
 
 SCHEMA = {
     "type": "object",

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from runtimes.patches import (
+from runtimes.apimachinery.patches import (
     PatchError,
     create_merge_patch,
     json_equal,

@@ -8,7 +8,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from runtimes.quantities import format_seconds, is_quantity, parse_duration, parse_quantity
+from runtimes.apimachinery.quantities import (
+    format_seconds,
+    is_quantity,
+    parse_duration,
+    parse_quantity,
+)
 
 
 @pytest.mark.parametrize(

@@ -18,16 +18,16 @@ from typing import Any
 import httpx
 import pytest
 
-from runtimes import store
-from runtimes.controller.builder import build_image
-from runtimes.controller.cosign import KeyPair, generate_key_pair, sign
-from runtimes.controller.layout import LayoutStore
-from runtimes.controller.oci import RegistryClient, RegistrySettings
-from runtimes.controller.oci_auth import Credential
+from runtimes.controller.oci.auth import Credential
+from runtimes.controller.oci.builder import build_image
+from runtimes.controller.oci.client import RegistryClient, RegistrySettings
+from runtimes.controller.oci.layout import LayoutStore
+from runtimes.controller.oci.sources import ImageSources
 from runtimes.controller.reconcile import Reconciler, runtime_type
 from runtimes.controller.settings import ControllerSettings, TrustedKeys
-from runtimes.controller.sources import ImageSources
-from runtimes.models import Event, Project, RevisionCounter
+from runtimes.controller.signing.cosign import KeyPair, generate_key_pair, sign
+from runtimes.storage import store
+from runtimes.storage.models import Event, Project, RevisionCounter
 from tests.conftest import runtime_manifest
 from tests.registry_fixture import (  # noqa: F401 - fixtures
     REGISTRY_BINARY,

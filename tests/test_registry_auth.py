@@ -3,10 +3,10 @@
 import httpx
 import pytest
 
-from runtimes.controller.builder import build_image
-from runtimes.controller.errors import RegistryRefused, RegistryUnauthorized
-from runtimes.controller.oci import RegistryClient, RegistrySettings
-from runtimes.controller.oci_auth import Challenge, Credential, fetch_token, parse_www_authenticate
+from runtimes.controller.oci.auth import Challenge, Credential, fetch_token, parse_www_authenticate
+from runtimes.controller.oci.builder import build_image
+from runtimes.controller.oci.client import RegistryClient, RegistrySettings
+from runtimes.controller.oci.errors import RegistryRefused, RegistryUnauthorized
 from tests.registry_fixture import (  # noqa: F401 - fixtures
     TOKEN_SERVICE,
     USERNAME,

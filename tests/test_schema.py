@@ -6,8 +6,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from runtimes.formats import known_formats
-from runtimes.schema import (
+from runtimes.apimachinery.formats import known_formats
+from runtimes.apimachinery.structural import structural_errors
+from runtimes.registry.trainingruntime.schema import (
     SELECTABLE_FIELDS,
     SPEC,
     TRAINING_RUNTIME,
@@ -18,7 +19,6 @@ from runtimes.schema import (
     prune_unknown,
     unknown_fields,
 )
-from runtimes.structural import structural_errors
 from tests.invalid_manifests import base
 
 

@@ -54,7 +54,7 @@ def schema(daphne_server: LiveServer) -> Any:  # noqa: F811
 
 def operation_labels() -> list[str]:
     """The labels are read from the generator itself, so collection needs no server."""
-    from runtimes.openapi import openapi_v3_document
+    from runtimes.registry.openapi import openapi_v3_document
 
     loaded = schemathesis.openapi.from_dict(without_go_durations(openapi_v3_document()))
     return [result.ok().label for result in loaded.get_all_operations()]  # type: ignore[union-attr]

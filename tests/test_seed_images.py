@@ -10,14 +10,15 @@ import pytest
 import yaml
 from django.core.management import call_command
 
-from runtimes import seeding, store
-from runtimes.controller.cosign import TrustedKey, verify_image
-from runtimes.controller.layout import LayoutStore
 from runtimes.controller.loop import Controller
+from runtimes.controller.oci.layout import LayoutStore
 from runtimes.controller.reconcile import runtime_type
 from runtimes.controller.seed_images import IMAGE_USER_ANNOTATION, ensure_key_pair
 from runtimes.controller.settings import from_django
-from runtimes.models import Event, Project
+from runtimes.controller.signing.cosign import TrustedKey, verify_image
+from runtimes.registry import seeding
+from runtimes.storage import store
+from runtimes.storage.models import Event, Project
 
 
 @pytest.fixture

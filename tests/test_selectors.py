@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from runtimes.selectors import (
+from runtimes.apimachinery.selectors import (
     FieldSelector,
     Operator,
     SelectorError,

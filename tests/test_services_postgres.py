@@ -32,9 +32,9 @@ SETUP = """
 import django, os
 django.setup()
 from django.core.management import call_command
-from runtimes import store
-from runtimes.models import Project
-from runtimes.resources import lookup
+from runtimes.storage import store
+from runtimes.storage.models import Project
+from runtimes.registry.resources import lookup
 import json
 call_command("migrate", interactive=False, verbosity=0)
 Project.objects.get_or_create(name="demo")
@@ -44,8 +44,8 @@ store.create(lookup("trainingruntimes"), "demo", json.loads(os.environ["MANIFEST
 WRITER = """
 import django, json, os, sys
 django.setup()
-from runtimes import store
-from runtimes.resources import lookup
+from runtimes.storage import store
+from runtimes.registry.resources import lookup
 rt = lookup("trainingruntimes")
 worker, rounds = sys.argv[1], int(sys.argv[2])
 template = json.loads(os.environ["MANIFEST"])

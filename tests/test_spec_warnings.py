@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from runtimes.spec_warnings import spec_warnings
-from runtimes.validation import validate_spec
+from runtimes.registry.trainingruntime.validation import validate_spec
+from runtimes.registry.trainingruntime.warnings import spec_warnings
 from tests.invalid_manifests import base, merge_patch, stub_catalog
 
 CATALOG = stub_catalog()

@@ -6,9 +6,10 @@ from typing import Any
 
 import pytest
 
-from runtimes import errors, store
-from runtimes.models import Event
-from runtimes.resources import lookup
+from runtimes.apimachinery import errors
+from runtimes.registry.resources import lookup
+from runtimes.storage import store
+from runtimes.storage.models import Event
 from tests.conftest import runtime_manifest
 
 pytestmark = pytest.mark.django_db

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from runtimes.schema_nodes import Field, integer, obj, string
-from runtimes.structural import expected_type, shown_value, structural_errors
+from runtimes.apimachinery.schema_nodes import Field, integer, obj, string
+from runtimes.apimachinery.structural import expected_type, shown_value, structural_errors
 
 PAIR = obj("A pair.", "", ("a", "b"), a=string("A."), b=string("B."))
 

@@ -7,8 +7,12 @@ from typing import Any
 import orjson
 import pytest
 
-from runtimes.parameter_schema import PARAMETERS_MAX_BYTES
-from runtimes.validation import validate_runtime, validate_spec, validate_status
+from runtimes.registry.trainingruntime.parameter_schema import PARAMETERS_MAX_BYTES
+from runtimes.registry.trainingruntime.validation import (
+    validate_runtime,
+    validate_spec,
+    validate_status,
+)
 from tests.invalid_manifests import base, merge_patch, stub_catalog
 
 CATALOG = stub_catalog()

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from runtimes.schema import (
+from runtimes.registry.trainingruntime.schema import (
     CHECKPOINT_STRATEGIES,
     ENVIRONMENT_TASKS,
     INTERCONNECTS,
@@ -16,7 +16,7 @@ from runtimes.schema import (
     MODES,
     TASKS,
 )
-from runtimes.validation import spec_warnings, validate_runtime
+from runtimes.registry.trainingruntime.validation import spec_warnings, validate_runtime
 from tests.invalid_manifests import base, cases, manifest, stub_catalog
 
 CASES = cases()
@@ -77,7 +77,7 @@ def test_it_reports_exactly_the_expected_causes(case: dict[str, Any]) -> None:
 
 
 def test_it_agrees_with_the_real_accelerator_catalog() -> None:
-    from runtimes.accelerators import catalog
+    from runtimes.catalog.accelerators import catalog
 
     real = catalog()
     assert set(real.ids) == set(CATALOG.ids)

@@ -9,9 +9,9 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from runtimes.defaulting import default_spec
-from runtimes.fielderrors import FieldError
-from runtimes.schema import (
+from runtimes.apimachinery.fielderrors import FieldError
+from runtimes.registry.trainingruntime.defaulting import default_spec
+from runtimes.registry.trainingruntime.schema import (
     CHECKPOINT_STRATEGIES,
     GANG_LAUNCHERS,
     GPU_COUNTS,
@@ -22,7 +22,12 @@ from runtimes.schema import (
     prune_unknown,
     unknown_fields,
 )
-from runtimes.validation import spec_warnings, validate_runtime, validate_spec, validate_status
+from runtimes.registry.trainingruntime.validation import (
+    spec_warnings,
+    validate_runtime,
+    validate_spec,
+    validate_status,
+)
 from tests.invalid_manifests import base, stub_catalog
 
 CATALOG = stub_catalog()

@@ -7,7 +7,7 @@ from typing import Any
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
-from runtimes.tokens import user_for
+from runtimes.accounts.tokens import user_for
 
 
 class BearerTokenAuthentication(authentication.BaseAuthentication):

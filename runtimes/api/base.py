@@ -8,11 +8,12 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from runtimes import errors, store
 from runtimes.api import media
 from runtimes.api.options import WriteOptions, write_options
 from runtimes.api.patching import manager_name
-from runtimes.resources import ResourceType, lookup
+from runtimes.apimachinery import errors
+from runtimes.registry.resources import ResourceType, lookup
+from runtimes.storage import store
 
 
 def warning_header(warnings: list[str]) -> str:

@@ -1,9 +1,9 @@
 """The `compile` subresource: POST a TrainingJob draft, get back what would run, where, how long.
 
 Nothing is stored: compiling is a read of the runtime plus pure catalog logic
-(`runtimes.compile`), so the caller needs only `get` on the runtime. A draft that does not fit
-the runtime answers 422 Invalid whose causes point into the draft (`parameters.epochs`, `model`),
-as a TrainingJob create would.
+(`runtimes.catalog.compile`), so the caller needs only `get` on the runtime. A draft that does not
+fit the runtime answers 422 Invalid whose causes point into the draft (`parameters.epochs`,
+`model`), as a TrainingJob create would.
 """
 
 from __future__ import annotations
@@ -13,10 +13,12 @@ from typing import Any
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from runtimes import access, errors, store
-from runtimes.accelerators import catalog
+from runtimes.accounts import access
 from runtimes.api.base import KubeView, respond
-from runtimes.compile import compile_job
+from runtimes.apimachinery import errors
+from runtimes.catalog.accelerators import catalog
+from runtimes.catalog.compile import compile_job
+from runtimes.storage import store
 
 # The draft is the spec of a TrainingJob-to-be; errors name that kind, as its create would.
 DRAFT_KIND = "TrainingJob"

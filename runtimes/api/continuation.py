@@ -12,7 +12,7 @@ import binascii
 
 import orjson
 
-from runtimes import errors
+from runtimes.apimachinery import errors
 
 VERSION = "meta.k8s.io/v1"
 INCONSISTENT = -1

@@ -15,11 +15,11 @@ from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from runtimes import errors
 from runtimes.api import media
 from runtimes.api.base import KubeView, respond
-from runtimes.models import Project
-from runtimes.resources import ResourceType, all_kinds
+from runtimes.apimachinery import errors
+from runtimes.registry.resources import ResourceType, all_kinds
+from runtimes.storage.models import Project
 
 GROUP = "nodus.dev"
 VERSION = "v1beta1"

@@ -10,7 +10,7 @@ from rest_framework import exceptions
 
 from runtimes.api.requestid import too_large
 from runtimes.api.status import status_response
-from runtimes.errors import ApiError
+from runtimes.apimachinery.errors import ApiError
 
 
 def as_api_error(exc: Exception, context: dict[str, Any]) -> ApiError | None:

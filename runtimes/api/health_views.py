@@ -15,11 +15,12 @@ from asgiref.sync import sync_to_async
 from django.http import HttpRequest, HttpResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from runtimes import errors, health
-from runtimes import metrics as instruments
+from runtimes.accounts.tokens import user_for
+from runtimes.api import health
+from runtimes.api import metrics as instruments
 from runtimes.api.status import status_response
-from runtimes.models import RevisionCounter
-from runtimes.tokens import user_for
+from runtimes.apimachinery import errors
+from runtimes.storage.models import RevisionCounter
 
 _TEXT = "text/plain; charset=utf-8"
 

@@ -18,7 +18,7 @@ from django.http import QueryDict
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from runtimes import access, errors, snapshots, store
+from runtimes.accounts import access
 from runtimes.api import continuation, tables
 from runtimes.api.base import KubeView, respond
 from runtimes.api.listoptions import (
@@ -28,7 +28,9 @@ from runtimes.api.listoptions import (
     parse_list_options,
     selection,
 )
-from runtimes.resources import ResourceType
+from runtimes.apimachinery import errors
+from runtimes.registry.resources import ResourceType
+from runtimes.storage import snapshots, store
 
 Obj = dict[str, Any]
 Key = tuple[str, str]

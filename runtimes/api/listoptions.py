@@ -12,10 +12,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from runtimes import errors
-from runtimes.fielderrors import FieldError, forbidden, not_supported
-from runtimes.resources import ResourceType
-from runtimes.selectors import (
+from runtimes.apimachinery import errors
+from runtimes.apimachinery.fielderrors import FieldError, forbidden, not_supported
+from runtimes.apimachinery.selectors import (
     FieldSelector,
     LabelSelector,
     SelectorError,
@@ -23,6 +22,7 @@ from runtimes.selectors import (
     parse_field_selector,
     parse_label_selector,
 )
+from runtimes.registry.resources import ResourceType
 
 Obj = dict[str, Any]
 EXACT = "Exact"

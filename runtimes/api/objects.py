@@ -7,10 +7,12 @@ from typing import Any
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from runtimes import access, errors, store
+from runtimes.accounts import access
 from runtimes.api import listing, media, patching
 from runtimes.api.base import KubeView, respond
 from runtimes.api.options import delete_options
+from runtimes.apimachinery import errors
+from runtimes.storage import store
 
 
 def deleted_status(rt: Any, obj: dict[str, Any]) -> dict[str, Any]:

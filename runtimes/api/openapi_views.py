@@ -16,8 +16,8 @@ from django.utils.http import http_date
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from runtimes import openapi
 from runtimes.api.base import KubeView, respond
+from runtimes.registry import openapi
 
 ONE_YEAR_SECONDS = 365 * 24 * 3600
 

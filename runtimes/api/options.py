@@ -7,8 +7,8 @@ from typing import Any
 
 from django.http import QueryDict
 
-from runtimes import errors
-from runtimes.fielderrors import FieldError, invalid, not_supported, too_long
+from runtimes.apimachinery import errors
+from runtimes.apimachinery.fielderrors import FieldError, invalid, not_supported, too_long
 
 FIELD_VALIDATION = ["Ignore", "Strict", "Warn"]
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from runtimes import errors, managedfields, patches
 from runtimes.api import media
-from runtimes.fielderrors import FieldError
-from runtimes.metadata import now_timestamp
-from runtimes.resources import ResourceType
+from runtimes.apimachinery import errors, managedfields, patches
+from runtimes.apimachinery.fielderrors import FieldError
+from runtimes.apimachinery.objectmeta import now_timestamp
+from runtimes.registry.resources import ResourceType
 
 Obj = dict[str, Any]
 

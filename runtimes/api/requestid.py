@@ -17,9 +17,9 @@ from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.conf import settings
 from django.http import HttpRequest, HttpResponseBase
 
-from runtimes import metrics
+from runtimes.api import metrics
 from runtimes.api.status import is_api_path, status_response
-from runtimes.errors import ApiError
+from runtimes.apimachinery.errors import ApiError
 
 log = logging.getLogger("nodus.request")
 

@@ -7,7 +7,7 @@ from typing import Any
 import orjson
 from django.http import HttpRequest, HttpResponse
 
-from runtimes.errors import ApiError
+from runtimes.apimachinery.errors import ApiError
 
 API_PREFIXES = ("/api", "/apis", "/openapi", "/version", "/livez", "/readyz", "/metrics")
 

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
-from runtimes.resources import ResourceType
+from runtimes.registry.resources import ResourceType
 
 Obj = dict[str, Any]
 

@@ -18,13 +18,13 @@ import orjson
 from django.contrib.auth.models import AnonymousUser
 from django.http import HttpRequest, HttpResponseBase, StreamingHttpResponse
 
-from runtimes import errors, metrics
-from runtimes.api import media
+from runtimes.accounts.tokens import user_for
+from runtimes.api import media, metrics
 from runtimes.api.status import status_response
 from runtimes.api.watchstream import WatchPlan, plan_watch, watch_events
-from runtimes.hub import run_db
-from runtimes.resources import lookup
-from runtimes.tokens import user_for
+from runtimes.apimachinery import errors
+from runtimes.registry.resources import lookup
+from runtimes.watch.hub import run_db
 
 log = logging.getLogger("nodus.watch")
 

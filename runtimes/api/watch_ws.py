@@ -26,12 +26,12 @@ from django.contrib.auth.models import AnonymousUser
 from django.http import QueryDict
 from django.urls import re_path
 
-from runtimes import errors
+from runtimes.accounts.origin import same_origin
+from runtimes.accounts.tokens import user_for
 from runtimes.api.watchstream import WatchPlan, plan_watch, watch_events
-from runtimes.hub import run_db
-from runtimes.origin import same_origin
-from runtimes.resources import lookup
-from runtimes.tokens import user_for
+from runtimes.apimachinery import errors
+from runtimes.registry.resources import lookup
+from runtimes.watch.hub import run_db
 
 log = logging.getLogger("nodus.watch")
 

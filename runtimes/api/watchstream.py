@@ -20,11 +20,14 @@ from typing import Any
 
 from django.conf import settings
 
-from runtimes import access, compaction, errors, hub, store
+from runtimes.accounts import access
 from runtimes.api import tables
 from runtimes.api.listing import list_page, readable_namespaces, wait_for_revision
 from runtimes.api.listoptions import ListOptions, Selection, parse_list_options
-from runtimes.resources import ResourceType
+from runtimes.apimachinery import errors
+from runtimes.registry.resources import ResourceType
+from runtimes.storage import compaction, store
+from runtimes.watch import hub
 
 Obj = dict[str, Any]
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"

@@ -14,11 +14,11 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from runtimes import access
-from runtimes.kubeconfig import kubeconfig
-from runtimes.models import ApiToken, Membership, Project, Role
-from runtimes.tokens import create_token
-from runtimes.tokens import revoke as revoke_token
+from runtimes.accounts import access
+from runtimes.accounts.kubeconfig import kubeconfig
+from runtimes.accounts.tokens import create_token
+from runtimes.accounts.tokens import revoke as revoke_token
+from runtimes.storage.models import ApiToken, Membership, Project, Role
 
 MANAGE = "manage-members"
 

@@ -14,11 +14,12 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.vary import vary_on_headers
 
-from runtimes import access, store
-from runtimes.accelerators import catalog as accelerator_catalog
+from runtimes.accounts import access
+from runtimes.catalog.accelerators import catalog as accelerator_catalog
 from runtimes.console.filters import PAGE_SIZE, SORTS, RuntimeFilterSet, facets, sorted_rows
 from runtimes.console.summaries import summarize
-from runtimes.kinds import TRAINING_RUNTIMES
+from runtimes.registry.kinds import TRAINING_RUNTIMES
+from runtimes.storage import store
 
 Obj = dict[str, Any]
 

@@ -21,10 +21,10 @@ import logging
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.urls import path
 
+from runtimes.accounts.origin import same_origin
 from runtimes.console.live import Watch, fragments, missed_notice
-from runtimes.hub import TooOld, TooSlow, run_db, subscribe
-from runtimes.kinds import TRAINING_RUNTIMES
-from runtimes.origin import same_origin
+from runtimes.registry.kinds import TRAINING_RUNTIMES
+from runtimes.watch.hub import TooOld, TooSlow, run_db, subscribe
 
 log = logging.getLogger("nodus.console")
 UNAUTHORIZED, FORBIDDEN_ORIGIN = 4401, 4403

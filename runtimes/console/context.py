@@ -11,7 +11,7 @@ from typing import Any
 from django.http import HttpRequest
 from django.utils.functional import SimpleLazyObject
 
-from runtimes import access
+from runtimes.accounts import access
 
 
 def console(request: HttpRequest) -> dict[str, Any]:

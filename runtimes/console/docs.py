@@ -1,8 +1,9 @@
 """Documentation pages generated from the sources of truth: error reasons and the schema.
 
-`/docs/errors/<Reason>` is the page every API Status links to in its `docs` field; it is
-rendered from `runtimes.errors.REASONS`, so a reason cannot lack its page. `/docs/api` walks
-`runtimes.schema` and lists every field with its type, allowed values, default and description.
+`/docs/errors/<Reason>` is the page every API Status links to in its `docs` field; it is rendered
+from `runtimes.apimachinery.errors.REASONS`, so a reason cannot lack its page. `/docs/api` walks
+`runtimes.registry.trainingruntime.schema` and lists every field with its type, allowed values,
+default and description.
 """
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ from typing import Any
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from runtimes import schema
-from runtimes.errors import REASONS
-from runtimes.schema import Field
+from runtimes.apimachinery.errors import REASONS
+from runtimes.registry.trainingruntime import schema
+from runtimes.registry.trainingruntime.schema import Field
 
 
 @dataclass(frozen=True)

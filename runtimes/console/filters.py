@@ -17,8 +17,8 @@ import django_filters
 from django import forms
 from django.http import QueryDict
 
-from runtimes import schema
 from runtimes.console.summaries import RuntimeSummary
+from runtimes.registry.trainingruntime import schema
 
 PAGE_SIZE = 50
 

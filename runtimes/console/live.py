@@ -14,10 +14,10 @@ from typing import Any
 from django.http import QueryDict
 from django.template.loader import render_to_string
 
-from runtimes import access
+from runtimes.accounts import access
 from runtimes.console.filters import RuntimeFilterSet
 from runtimes.console.summaries import RuntimeSummary, summarize
-from runtimes.hub import HubEvent
+from runtimes.watch.hub import HubEvent
 
 Obj = dict[str, Any]
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from runtimes.schema import path_segments
+from runtimes.registry.trainingruntime.schema import path_segments
 
 Obj = dict[str, Any]
 SERVER_METADATA = (

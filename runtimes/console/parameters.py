@@ -20,14 +20,14 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from runtimes import schema
-from runtimes.accelerators import catalog
-from runtimes.compile import compile_job
+from runtimes.accounts.kubeconfig import default_project
+from runtimes.catalog.accelerators import catalog
+from runtimes.catalog.compile import compile_job
 from runtimes.console.forms import schema_form
 from runtimes.console.forms.schema_form import SchemaForm
 from runtimes.console.runtime import load, page_context
 from runtimes.console.summaries import human_duration
-from runtimes.kubeconfig import default_project
+from runtimes.registry.trainingruntime import schema
 
 Obj = dict[str, Any]
 JOB_TEXT_FIELDS = ("quantization", "data", "teacher", "environment", "accelerator")

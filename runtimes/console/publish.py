@@ -17,10 +17,12 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from runtimes import access, errors, store
+from runtimes.accounts import access
+from runtimes.apimachinery import errors
 from runtimes.console import manifests
 from runtimes.console.runtime import load
-from runtimes.kinds import TRAINING_RUNTIMES
+from runtimes.registry.kinds import TRAINING_RUNTIMES
+from runtimes.storage import store
 
 Obj = dict[str, Any]
 

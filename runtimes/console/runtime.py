@@ -18,15 +18,17 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.vary import vary_on_headers
 
-from runtimes import access, errors, store
-from runtimes.accelerators import catalog
-from runtimes.compile import REQUIREMENTS
+from runtimes.accounts import access
+from runtimes.apimachinery import errors
+from runtimes.catalog.accelerators import catalog
+from runtimes.catalog.compile import REQUIREMENTS
+from runtimes.catalog.estimates import SCALED_PARAMETERS, estimate
+from runtimes.catalog.matching import effective_resources, explain_gpu
 from runtimes.console.catalog import wants_partial
 from runtimes.console.drawings import bar_chart, topology
 from runtimes.console.summaries import human_duration, summarize
-from runtimes.estimates import SCALED_PARAMETERS, estimate
-from runtimes.kinds import TRAINING_RUNTIMES
-from runtimes.matching import effective_resources, explain_gpu
+from runtimes.registry.kinds import TRAINING_RUNTIMES
+from runtimes.storage import store
 
 Obj = dict[str, Any]
 TABS = (
@@ -140,7 +142,7 @@ class MatchView:
 
 
 def preset_resources(spec: Obj, preset: Obj) -> Obj:
-    # As runtimes.compile: a preset's fields replace the defaults' whole.
+    # As runtimes.catalog.compile: a preset's fields replace the defaults' whole.
     return {
         **((spec.get("defaults") or {}).get("resources") or {}),
         **(preset.get("resources") or {}),

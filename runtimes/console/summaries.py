@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from runtimes.accelerators import AcceleratorCatalog, catalog
-from runtimes.matching import match_gpu
+from runtimes.catalog.accelerators import AcceleratorCatalog, catalog
+from runtimes.catalog.matching import match_gpu
 
 Obj = dict[str, Any]
 DESCRIPTION = "nodus.dev/description"  # the annotation the catalog shows under a runtime's name

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from runtimes.controller.cosign import TrustedKey, load_trusted_keys, verify_image
-from runtimes.controller.errors import SignatureInvalid, SignatureMissing
-from runtimes.controller.images import ImageSource
-from runtimes.controller.reference import ImageReference, parse_reference
+from runtimes.controller.oci.errors import SignatureInvalid, SignatureMissing
+from runtimes.controller.oci.images import ImageSource
+from runtimes.controller.oci.reference import ImageReference, parse_reference
+from runtimes.controller.signing.cosign import TrustedKey, load_trusted_keys, verify_image
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,7 @@ def inspect(
 ) -> Inspection:
     """Resolves a digest-pinned ``ref`` and checks its cosign signature.
 
-    Raises the typed errors of ``runtimes.controller.errors``. When ``require_signature`` is
+    Raises the typed errors of ``runtimes.controller.oci.errors``. When ``require_signature`` is
     false, a missing or invalid signature yields ``verified=False`` instead of an error;
     ``Transient`` failures always propagate so the caller retries.
     """

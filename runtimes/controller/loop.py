@@ -19,13 +19,13 @@ from collections.abc import Callable
 
 from django.db import close_old_connections, connection
 
-from runtimes import events, store
 from runtimes.controller import settings as controller_settings
 from runtimes.controller.leader import lead, lock_for
+from runtimes.controller.oci.sources import ImageSources
 from runtimes.controller.reconcile import Outcome, Reconciler, runtime_type
 from runtimes.controller.settings import ControllerSettings, TrustedKeys
-from runtimes.controller.sources import ImageSources
 from runtimes.controller.workqueue import WorkQueue
+from runtimes.storage import events, store
 
 log = logging.getLogger("nodus.controller")
 
@@ -158,7 +158,7 @@ class Controller:
             connection.close()
 
     def _read_events(self) -> None:
-        from runtimes.models import Event, RevisionCounter
+        from runtimes.storage.models import Event, RevisionCounter
 
         rt = runtime_type()
         compacted = RevisionCounter.objects.values_list("compacted", flat=True).get(pk=1)

@@ -19,15 +19,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from runtimes import errors, store
-from runtimes.access import MANAGED_PROJECT
-from runtimes.controller.cosign import TrustedKey
-from runtimes.controller.errors import ImageError, Transient
+from runtimes.accounts.access import MANAGED_PROJECT
+from runtimes.apimachinery import errors
+from runtimes.apimachinery.objectmeta import now_timestamp
 from runtimes.controller.inspection import inspect
-from runtimes.controller.reference import parse_reference
-from runtimes.controller.sources import ImageSources
-from runtimes.metadata import now_timestamp
-from runtimes.resources import ResourceType, lookup
+from runtimes.controller.oci.errors import ImageError, Transient
+from runtimes.controller.oci.reference import parse_reference
+from runtimes.controller.oci.sources import ImageSources
+from runtimes.controller.signing.cosign import TrustedKey
+from runtimes.registry.resources import ResourceType, lookup
+from runtimes.storage import store
 
 log = logging.getLogger("nodus.controller")
 

@@ -15,9 +15,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from runtimes.access import MANAGED_PROJECT
-from runtimes.controller.builder import build_image
-from runtimes.controller.cosign import (
+from runtimes.accounts.access import MANAGED_PROJECT
+from runtimes.controller.oci.builder import build_image
+from runtimes.controller.oci.errors import ImageNotFound, SignatureInvalid, SignatureMissing
+from runtimes.controller.oci.images import FetchedManifest, ResolvedImage
+from runtimes.controller.oci.layout import LayoutStore
+from runtimes.controller.oci.media import sha256_digest
+from runtimes.controller.oci.reference import ImageReference, parse_reference
+from runtimes.controller.signing.cosign import (
     KeyPair,
     TrustedKey,
     generate_key_pair,
@@ -26,11 +31,6 @@ from runtimes.controller.cosign import (
     sign,
     verify_image,
 )
-from runtimes.controller.errors import ImageNotFound, SignatureInvalid, SignatureMissing
-from runtimes.controller.images import FetchedManifest, ResolvedImage
-from runtimes.controller.layout import LayoutStore
-from runtimes.controller.media import sha256_digest
-from runtimes.controller.reference import ImageReference, parse_reference
 
 SEED_REGISTRY = "registry.nodus.dev"
 IMAGE_USER_ANNOTATION = "nodus.dev/image-user"

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runtimes.controller.cosign import TrustedKey
-from runtimes.controller.oci import RegistrySettings
-from runtimes.controller.oci_auth import Credential
+from runtimes.controller.oci.auth import Credential
+from runtimes.controller.oci.client import RegistrySettings
+from runtimes.controller.signing.cosign import TrustedKey
 
 log = logging.getLogger("nodus.controller")
 

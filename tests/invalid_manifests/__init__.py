@@ -2,9 +2,9 @@
 
 `cases()` yields each case ({name, rule, patch, expect: [{field, reason}]}); `manifest(case)`
 applies its patch to `base()` (RFC 7386 JSON merge patch). The same corpus drives the unit tests
-(through ``runtimes.validation``) and can drive the HTTP API tests (expect a 422 whose causes
-are exactly ``expect``). `stub_catalog()` is the accelerator catalog reduced to the names
-validation needs.
+(through ``runtimes.registry.trainingruntime.validation``) and can drive the HTTP API tests (expect
+a 422 whose causes are exactly ``expect``). `stub_catalog()` is the accelerator catalog reduced to
+the names validation needs.
 """
 
 from __future__ import annotations

@@ -108,8 +108,8 @@ def prepare(data_dir: Path, env: dict[str, str] | None = None) -> dict[str, str]
 
 
 def self_signed_certificate(folder: Path) -> tuple[Path, Path, bytes]:
-    """The server's own certificate (see runtimes.tls); returns (key, cert, cert PEM)."""
-    from runtimes.tls import ensure_certificate
+    """The server's own certificate (see runtimes.accounts.tls); returns (key, cert, cert PEM)."""
+    from runtimes.accounts.tls import ensure_certificate
 
     key_path, cert_path = ensure_certificate(folder, days=1)
     return key_path, cert_path, cert_path.read_bytes()

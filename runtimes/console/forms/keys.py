@@ -9,7 +9,7 @@ property, whose `$` would be encoded.
 
 from __future__ import annotations
 
-from runtimes.schema import path_segments
+from runtimes.registry.trainingruntime.schema import path_segments
 
 ROOT = "p"
 Path = tuple[str | int, ...]

@@ -11,11 +11,11 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from runtimes.compile import deep_merge
+from runtimes.catalog.compile import deep_merge
+from runtimes.catalog.parameters import parameter_errors
 from runtimes.console.forms import edits, keys, values
 from runtimes.console.forms.nodes import Node, attach, build, walk
 from runtimes.console.forms.values import MISSING, FormData
-from runtimes.parameters import parameter_errors
 
 Schema = dict[str, Any]
 

@@ -8,9 +8,9 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from runtimes.fielderrors import FieldError
-from runtimes.metadata_rules import validate_namespace
-from runtimes.models import Membership, Project, Role
+from runtimes.apimachinery.fielderrors import FieldError
+from runtimes.apimachinery.metadata_rules import validate_namespace
+from runtimes.storage.models import Membership, Project, Role
 
 
 class Command(BaseCommand):

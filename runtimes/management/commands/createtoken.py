@@ -7,7 +7,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from runtimes.tokens import create_token
+from runtimes.accounts.tokens import create_token
 
 
 class Command(BaseCommand):

@@ -13,8 +13,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from runtimes.controller.cosign import generate_key_pair
 from runtimes.controller.seed_images import key_files, write_key_pair
+from runtimes.controller.signing.cosign import generate_key_pair
 
 
 class Command(BaseCommand):

@@ -7,7 +7,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from runtimes.kubeconfig import api_server, kubeconfig
+from runtimes.accounts.kubeconfig import api_server, kubeconfig
 
 
 class Command(BaseCommand):

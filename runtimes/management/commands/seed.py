@@ -12,7 +12,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from runtimes import seeding
+from runtimes.registry import seeding
 
 
 class Command(BaseCommand):
@@ -38,7 +38,7 @@ class Command(BaseCommand):
         managed = seeding.seed_manifests(seeding.MANAGED_CATALOG, image_for=image_for)
         self.stdout.write(f"accelerators: {accelerators}; managed runtimes: {managed}")
         if not options["no_examples"] and seeding.EXAMPLES.exists():
-            from runtimes.models import Project
+            from runtimes.storage.models import Project
 
             if Project.objects.filter(name="demo").exists():
                 examples = seeding.seed_manifests(seeding.EXAMPLES, image_for=image_for)

@@ -14,8 +14,8 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 
-from runtimes.bootstrap import ensure_admin, ensure_demo_project
-from runtimes.tls import ensure_certificate
+from runtimes.accounts.bootstrap import ensure_admin, ensure_demo_project
+from runtimes.accounts.tls import ensure_certificate
 
 
 class Command(BaseCommand):

@@ -15,10 +15,10 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from runtimes.controller import settings as controller_settings
-from runtimes.controller.cosign import key_fingerprint, load_private_key, sign
-from runtimes.controller.errors import ImageError
-from runtimes.controller.reference import parse_reference
-from runtimes.controller.sources import ImageSources
+from runtimes.controller.oci.errors import ImageError
+from runtimes.controller.oci.reference import parse_reference
+from runtimes.controller.oci.sources import ImageSources
+from runtimes.controller.signing.cosign import key_fingerprint, load_private_key, sign
 
 
 class Command(BaseCommand):

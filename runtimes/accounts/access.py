@@ -1,0 +1,111 @@
+"""Who may do what: roles per project, platform admins, and the managed project.
+
+Viewers get, list and watch; editors also create, update, patch and delete; admins also manage
+membership. Every authenticated user may read the managed project `nodus`; only platform admins
+(staff) write there. Cluster-scoped kinds (the accelerator catalog) are readable by everyone
+signed in and writable by nobody through the API.
+"""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import User as AccountUser
+from django.http import HttpRequest
+
+from runtimes.apimachinery import errors
+from runtimes.registry.resources import ResourceType
+from runtimes.storage.models import Membership, Project, Role
+
+MANAGED_PROJECT = "nodus"
+READ_VERBS = frozenset({"get", "list", "watch"})
+WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
+ROLE_VERBS = {
+    Role.VIEWER: READ_VERBS,
+    Role.EDITOR: READ_VERBS | WRITE_VERBS,
+    Role.ADMIN: READ_VERBS | WRITE_VERBS | {"manage-members"},
+}
+
+User = AbstractBaseUser | AnonymousUser
+
+
+class AuthenticatedHttpRequest(HttpRequest):
+    """The request of a view behind `login_required`, whose user is signed in.
+
+    Only an annotation: Django still builds plain HttpRequests. It tells the type checker what
+    `login_required` guarantees, so such views pass `request.user` where a user is needed.
+    """
+
+    user: AccountUser
+
+
+def is_platform_admin(user: User) -> bool:
+    return bool(user.is_authenticated and getattr(user, "is_staff", False))
+
+
+def role_in(user: User, project: str) -> str | None:
+    if not user.is_authenticated:
+        return None
+    return (
+        Membership.objects.filter(user_id=user.pk, project_id=project)
+        .values_list("role", flat=True)
+        .first()
+    )
+
+
+def allowed(user: User, verb: str, project: str) -> bool:
+    """Whether `user` may use `verb` on objects in `project` ("" = cluster scope)."""
+    if not user.is_authenticated:
+        return False
+    if is_platform_admin(user):
+        return True
+    if project == "":
+        return verb in READ_VERBS
+    if project == MANAGED_PROJECT and verb in READ_VERBS:
+        return True
+    if project == MANAGED_PROJECT:
+        return False
+    role = role_in(user, project)
+    return role is not None and verb in ROLE_VERBS[Role(role)]
+
+
+def readable_projects(user: User) -> list[str] | None:
+    """The projects whose objects `user` may read; None means all of them."""
+    if is_platform_admin(user):
+        return None
+    # An anonymous user matches no membership; django-stubs can't know the user model is ours.
+    names = set(Membership.objects.filter(user=user).values_list("project_id", flat=True))  # type: ignore[misc]
+    names.add(MANAGED_PROJECT)
+    return sorted(names)
+
+
+def writable_projects(user: User) -> list[str]:
+    if is_platform_admin(user):
+        return list(Project.objects.order_by("name").values_list("name", flat=True))
+    return sorted(
+        Membership.objects.filter(user=user, role__in=[Role.EDITOR, Role.ADMIN])  # type: ignore[misc]
+        .exclude(project_id=MANAGED_PROJECT)
+        .values_list("project_id", flat=True)
+    )
+
+
+def authorize(
+    user: User, verb: str, rt: ResourceType, namespace: str, name: str = "", subresource: str = ""
+) -> None:
+    if rt.read_only and verb not in READ_VERBS:
+        raise errors.ApiError(
+            "MethodNotAllowed",
+            f'{verb} is not supported on resources of kind "{rt.plural}.{rt.group}"',
+            {"name": name, "group": rt.group, "kind": rt.plural},
+            fix=f"{rt.kind} objects are read-only through the API; platform admins change the "
+            "catalog file and reload it.",
+        )
+    if not allowed(user, verb, namespace if rt.namespaced else ""):
+        raise errors.forbidden(
+            user.get_username() if user.is_authenticated else "system:anonymous",
+            verb,
+            rt.plural,
+            rt.group,
+            namespace if rt.namespaced else "",
+            name,
+            subresource,
+        )

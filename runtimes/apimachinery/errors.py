@@ -1,0 +1,295 @@
+"""The error-reason registry and the one exception type every face raises.
+
+Each Kubernetes ``StatusReason`` we answer with is registered once here: its HTTP code, what it
+means, common causes and the default fix. The API renders an `ApiError` as a ``metav1.Status``
+with our ``docs``, ``fix`` and ``requestId`` extensions; the console serves the docs pages from
+the same registry, so a reason can never lack its page.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from runtimes.apimachinery.fielderrors import FieldError
+
+
+@dataclass(frozen=True)
+class Reason:
+    code: int
+    title: str
+    meaning: str
+    causes: tuple[str, ...]
+    fix: str
+
+
+REASONS: dict[str, Reason] = {
+    "BadRequest": Reason(
+        400,
+        "Bad request",
+        "The request could not be understood: its body, query or selector is malformed.",
+        (
+            "The body is not valid JSON or YAML.",
+            "apiVersion, kind or metadata.namespace in the body do not match the URL.",
+            "A label or field selector does not parse, or names a field that cannot be selected.",
+            "fieldValidation=Strict and the object carries fields the schema does not know.",
+        ),
+        "Correct the part of the request the message names and send it again.",
+    ),
+    "Unauthorized": Reason(
+        401,
+        "Unauthorized",
+        "The request carried no credentials, or credentials that are unknown or revoked.",
+        ("No Authorization header or session.", "The token was revoked or mistyped."),
+        "Send 'Authorization: Bearer <token>'; get a kubeconfig with a fresh token from the "
+        "console's Tokens page or `python manage.py kubeconfig --user NAME`.",
+    ),
+    "Forbidden": Reason(
+        403,
+        "Forbidden",
+        "You are known, but your role in this project does not allow this verb.",
+        (
+            "Viewers may get, list and watch; editors may also write; admins manage members.",
+            "Only platform admins write in the managed project 'nodus'.",
+        ),
+        "Ask an admin of the project for the editor role, or work in a project of your own.",
+    ),
+    "NotFound": Reason(
+        404,
+        "Not found",
+        "The object, project or path does not exist.",
+        ("A typo in the name or the project.", "The object was deleted.", "An unknown API path."),
+        "Check the name and project: `kubectl get tr -n PROJECT` lists what exists.",
+    ),
+    "AlreadyExists": Reason(
+        409,
+        "Already exists",
+        "An object with this name already exists in the project.",
+        ("A second create with the same name.", "generateName could not find a free name."),
+        "Pick another name, or update the existing object (`kubectl apply` or `replace`).",
+    ),
+    "Conflict": Reason(
+        409,
+        "Conflict",
+        "The object changed since you read it, or another field manager owns the fields you apply.",
+        (
+            "An update carried a stale metadata.resourceVersion.",
+            "A delete precondition (uid or resourceVersion) did not match.",
+            "Server-side apply touched fields another manager owns.",
+        ),
+        "Read the object again, re-apply your change on the latest version and retry; for "
+        "server-side apply, take ownership with --force-conflicts if that is what you mean.",
+    ),
+    "Expired": Reason(
+        410,
+        "Expired",
+        "The resourceVersion or continue token refers to history the server no longer keeps.",
+        ("A watch resumed from a revision older than the event log window.",),
+        "List again without resourceVersion (or continue) and watch from the list's version.",
+    ),
+    "Gone": Reason(
+        410,
+        "Gone",
+        "The requested resource version is no longer available.",
+        ("History was compacted.",),
+        "List again and watch from the list's resourceVersion.",
+    ),
+    "Invalid": Reason(
+        422,
+        "Invalid",
+        "The object breaks one or more rules of its kind; every problem is listed as a cause "
+        "with its field path.",
+        (
+            "A required field is missing or a value is outside its allowed set.",
+            "A quantity, duration or image reference does not parse.",
+            "spec.parameters is not a valid JSON Schema, or defaults do not satisfy it.",
+        ),
+        "Fix each field named in details.causes; `kubectl explain tr.spec` describes them.",
+    ),
+    "MethodNotAllowed": Reason(
+        405,
+        "Method not allowed",
+        "This path does not support the HTTP method used.",
+        ("Creating on an object's path instead of its collection.",),
+        "Use the verbs the resource lists in discovery (`kubectl api-resources -o wide`).",
+    ),
+    "NotAcceptable": Reason(
+        406,
+        "Not acceptable",
+        "The server cannot answer in any media type the Accept header allows.",
+        ("Asking for protobuf or an unknown Table version.",),
+        "Accept application/json (or a meta.k8s.io Table).",
+    ),
+    "RequestEntityTooLarge": Reason(
+        413,
+        "Request entity too large",
+        "The request body is larger than the server accepts (3 MiB by default).",
+        ("An oversized parameters schema or annotation.",),
+        "Shrink the object: spec.parameters may be at most 64 KiB.",
+    ),
+    "UnsupportedMediaType": Reason(
+        415,
+        "Unsupported media type",
+        "The body's Content-Type is not one this endpoint accepts.",
+        ("A strategic merge patch (kubectl patch without --type) sent to a custom resource.",),
+        "Use `kubectl patch --type merge` or `--type json`, or send application/json.",
+    ),
+    "TooManyRequests": Reason(
+        429,
+        "Too many requests",
+        "The server is shedding load; the request was not processed.",
+        ("Too many requests from one client in a short time.",),
+        "Wait for Retry-After seconds and retry.",
+    ),
+    "InternalError": Reason(
+        500,
+        "Internal error",
+        "The server failed while handling the request. Nothing was changed.",
+        ("A bug, or the database being unavailable.",),
+        "Retry; if it persists, report the requestId to the platform team.",
+    ),
+    "ServiceUnavailable": Reason(
+        503,
+        "Service unavailable",
+        "A dependency (database, channel layer) is not ready.",
+        ("The server is starting or a dependency is down.",),
+        "Retry in a few seconds.",
+    ),
+    "Timeout": Reason(
+        504,
+        "Timeout",
+        "The server could not complete the request in time.",
+        ("A resourceVersion ahead of the server's current revision.",),
+        "Retry without resourceVersion, or later.",
+    ),
+}
+
+
+@dataclass
+class ApiError(Exception):
+    """An error answered as a metav1.Status; `details` are its details (name, group, kind)."""
+
+    reason: str
+    message: str
+    details: dict[str, Any] = field(default_factory=dict)
+    causes: list[FieldError] = field(default_factory=list)
+    fix: str | None = None
+    retry_after: int | None = None
+    # Status.metadata (e.g. a fresh continue token on 410 Expired).
+    list_meta: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.reason not in REASONS:
+            raise ValueError(f"unregistered reason {self.reason}")
+        super().__init__(self.message)
+
+    @property
+    def code(self) -> int:
+        return REASONS[self.reason].code
+
+    def status(self) -> dict[str, Any]:
+        details = dict(self.details)
+        if self.causes:
+            details["causes"] = [c.as_cause() for c in self.causes]
+        if self.retry_after is not None:
+            details["retryAfterSeconds"] = self.retry_after
+        body: dict[str, Any] = {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": dict(self.list_meta),
+            "status": "Failure",
+            "message": self.message,
+            "reason": self.reason,
+            "code": self.code,
+        }
+        if details:
+            body["details"] = details
+        body["fix"] = self.fix or REASONS[self.reason].fix
+        return body
+
+
+def gr(resource: str, group: str) -> str:
+    return f"{resource}.{group}" if group else resource
+
+
+def not_found(resource: str, group: str, name: str) -> ApiError:
+    return ApiError(
+        "NotFound",
+        f'{gr(resource, group)} "{name}" not found',
+        {"name": name, "group": group, "kind": resource},
+    )
+
+
+def namespace_not_found(name: str) -> ApiError:
+    return ApiError(
+        "NotFound",
+        f'namespaces "{name}" not found',
+        {"name": name, "kind": "namespaces"},
+        fix="Projects are namespaces: `kubectl get tr -n nodus` lists the managed catalog; a "
+        "platform admin creates projects with `python manage.py createproject NAME`.",
+    )
+
+
+def already_exists(resource: str, group: str, name: str) -> ApiError:
+    return ApiError(
+        "AlreadyExists",
+        f'{gr(resource, group)} "{name}" already exists',
+        {"name": name, "group": group, "kind": resource},
+    )
+
+
+def conflict(resource: str, group: str, name: str, why: str) -> ApiError:
+    return ApiError(
+        "Conflict",
+        f'Operation cannot be fulfilled on {gr(resource, group)} "{name}": {why}',
+        {"name": name, "group": group, "kind": resource},
+    )
+
+
+STALE = (
+    "the object has been modified; please apply your changes to the latest version and try again"
+)
+
+
+def invalid(kind: str, group: str, name: str, causes: list[FieldError]) -> ApiError:
+    summary = ", ".join(str(c) for c in causes)
+    if len(causes) > 1:
+        summary = "[" + summary + "]"
+    return ApiError(
+        "Invalid",
+        f'{kind}.{group} "{name}" is invalid: {summary}'
+        if group
+        else f'{kind} "{name}" is invalid: {summary}',
+        {"name": name, "group": group, "kind": kind},
+        causes=list(causes),
+        fix="Change " + ", ".join(dict.fromkeys(c.field for c in causes)) + " as each cause says.",
+    )
+
+
+def bad_request(message: str, fix: str | None = None) -> ApiError:
+    return ApiError("BadRequest", message, fix=fix)
+
+
+def forbidden(
+    user: str,
+    verb: str,
+    resource: str,
+    group: str,
+    namespace: str,
+    name: str = "",
+    subresource: str = "",
+) -> ApiError:
+    what = f'{gr(resource, group)} "{name}"' if name else gr(resource, group)
+    where = f' in the namespace "{namespace}"' if namespace else " at the cluster scope"
+    # RBAC names a subresource as resource/subresource (`trainingruntimes/status`).
+    named = f"{resource}/{subresource}" if subresource else resource
+    return ApiError(
+        "Forbidden",
+        f'{what} is forbidden: User "{user}" cannot {verb} resource "{named}" in API group '
+        f'"{group}"{where}',
+        {"name": name, "group": group, "kind": resource},
+    )
+
+
+def expired(message: str, **list_meta: Any) -> ApiError:
+    return ApiError("Expired", message, list_meta=list_meta)

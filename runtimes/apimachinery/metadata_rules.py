@@ -1,0 +1,238 @@
+"""Object metadata rules, worded exactly as apimachinery words them.
+
+Names are DNS-1123 subdomains, projects (namespaces) and sidecars DNS-1123 labels; label keys,
+annotation keys and finalizers are qualified names. The messages match
+``k8s.io/apimachinery/pkg/util/validation`` so that kubectl users see familiar text.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from runtimes.apimachinery.fielderrors import FieldError, invalid, required, too_long
+
+DNS1123_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+DNS1123_LABEL_MAX_LENGTH = 63
+DNS1123_SUBDOMAIN_FMT = DNS1123_LABEL_FMT + r"(\." + DNS1123_LABEL_FMT + ")*"
+DNS1123_SUBDOMAIN_MAX_LENGTH = 253
+QUALIFIED_NAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+QUALIFIED_NAME_MAX_LENGTH = 63
+LABEL_VALUE_FMT = "(" + QUALIFIED_NAME_FMT + ")?"
+LABEL_VALUE_MAX_LENGTH = 63
+TOTAL_ANNOTATION_SIZE_LIMIT = 256 * 1024
+
+_DNS1123_LABEL = re.compile(DNS1123_LABEL_FMT)
+_DNS1123_SUBDOMAIN = re.compile(DNS1123_SUBDOMAIN_FMT)
+_QUALIFIED_NAME = re.compile(QUALIFIED_NAME_FMT)
+_LABEL_VALUE = re.compile(LABEL_VALUE_FMT)
+
+_LABEL_MSG = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
+    "and must start and end with an alphanumeric character"
+)
+_SUBDOMAIN_MSG = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' "
+    "or '.', and must start and end with an alphanumeric character"
+)
+_QUALIFIED_NAME_MSG = (
+    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+    "alphanumeric character"
+)
+_LABEL_VALUE_MSG = (
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or "
+    "'.', and must start and end with an alphanumeric character"
+)
+
+
+def regex_error(message: str, fmt: str, *examples: str) -> str:
+    """apimachinery's RegexError, including its quirk of a double space before 'or'."""
+    if not examples:
+        return f"{message} (regex used for validation is '{fmt}')"
+    text = message + " (e.g. "
+    for index, example in enumerate(examples):
+        if index > 0:
+            text += " or "
+        text += f"'{example}', "
+    return text + f"regex used for validation is '{fmt}')"
+
+
+def max_len_error(length: int) -> str:
+    return f"must be no more than {length} characters"
+
+
+def dns1123_label_errors(value: str) -> list[str]:
+    errors: list[str] = []
+    if len(value) > DNS1123_LABEL_MAX_LENGTH:
+        errors.append(max_len_error(DNS1123_LABEL_MAX_LENGTH))
+    if not _DNS1123_LABEL.fullmatch(value):
+        errors.append(regex_error(_LABEL_MSG, DNS1123_LABEL_FMT, "my-name", "123-abc"))
+    return errors
+
+
+def dns1123_subdomain_errors(value: str) -> list[str]:
+    errors: list[str] = []
+    if len(value) > DNS1123_SUBDOMAIN_MAX_LENGTH:
+        errors.append(max_len_error(DNS1123_SUBDOMAIN_MAX_LENGTH))
+    if not _DNS1123_SUBDOMAIN.fullmatch(value):
+        errors.append(regex_error(_SUBDOMAIN_MSG, DNS1123_SUBDOMAIN_FMT, "example.com"))
+    return errors
+
+
+def qualified_name_errors(value: str) -> list[str]:
+    """IsQualifiedName: an optional DNS subdomain prefix and '/', then a short name."""
+    errors: list[str] = []
+    parts = value.split("/")
+    if len(parts) == 1:
+        name = parts[0]
+    elif len(parts) == 2:
+        prefix, name = parts
+        if not prefix:
+            errors.append("prefix part must be non-empty")
+        else:
+            errors.extend("prefix part " + m for m in dns1123_subdomain_errors(prefix))
+    else:
+        return [
+            "a qualified name "
+            + regex_error(_QUALIFIED_NAME_MSG, QUALIFIED_NAME_FMT, "MyName", "my.name", "123-abc")
+            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+        ]
+    if not name:
+        errors.append("name part must be non-empty")
+    elif len(name) > QUALIFIED_NAME_MAX_LENGTH:
+        errors.append("name part " + max_len_error(QUALIFIED_NAME_MAX_LENGTH))
+    if not _QUALIFIED_NAME.fullmatch(name):
+        errors.append(
+            "name part "
+            + regex_error(_QUALIFIED_NAME_MSG, QUALIFIED_NAME_FMT, "MyName", "my.name", "123-abc")
+        )
+    return errors
+
+
+def label_value_errors(value: str) -> list[str]:
+    errors: list[str] = []
+    if len(value) > LABEL_VALUE_MAX_LENGTH:
+        errors.append(max_len_error(LABEL_VALUE_MAX_LENGTH))
+    if not _LABEL_VALUE.fullmatch(value):
+        errors.append(
+            regex_error(_LABEL_VALUE_MSG, LABEL_VALUE_FMT, "MyValue", "my_value", "12345")
+        )
+    return errors
+
+
+def _shown(value: Any) -> Any:
+    """Objects and arrays are named by type: they may be large, or hold keys JSON cannot render."""
+    if isinstance(value, dict):
+        return "object"
+    return "array" if isinstance(value, list) else value
+
+
+def validate_name(name: Any, path: str = "metadata.name") -> list[FieldError]:
+    if not isinstance(name, str):
+        return [invalid(path, _shown(name), "must be a string")]
+    return [invalid(path, name, message) for message in dns1123_subdomain_errors(name)]
+
+
+def validate_generate_name(prefix: Any, path: str = "metadata.generateName") -> list[FieldError]:
+    """A prefix is valid when it would be a valid name once random characters follow it."""
+    if not isinstance(prefix, str):
+        return [invalid(path, _shown(prefix), "must be a string")]
+    # apimachinery masks one trailing dash, which the random suffix will follow.
+    masked = prefix[:-1] + "a" if prefix.endswith("-") else prefix
+    return [invalid(path, prefix, message) for message in dns1123_subdomain_errors(masked)]
+
+
+def validate_namespace(namespace: Any, path: str = "metadata.namespace") -> list[FieldError]:
+    if not isinstance(namespace, str):
+        return [invalid(path, _shown(namespace), "must be a string")]
+    return [invalid(path, namespace, message) for message in dns1123_label_errors(namespace)]
+
+
+def validate_dns_label(value: Any, path: str) -> list[FieldError]:
+    """For sidecar names and other single-label names."""
+    return validate_namespace(value, path)
+
+
+def _string_map(value: Any, path: str) -> tuple[dict[str, str], list[FieldError]]:
+    if value is None:
+        return {}, []
+    if not isinstance(value, dict):
+        return {}, [invalid(path, _shown(value), "must be a map of string keys to string values")]
+    errors = [
+        invalid(path, key, "keys must be strings")
+        if not isinstance(key, str)
+        else invalid(f"{path}[{key}]", _shown(item), "must be a string")
+        for key, item in value.items()
+        if not isinstance(key, str) or not isinstance(item, str)
+    ]
+    pairs = {k: v for k, v in value.items() if isinstance(k, str) and isinstance(v, str)}
+    return pairs, errors
+
+
+def validate_labels(labels: Any, path: str = "metadata.labels") -> list[FieldError]:
+    pairs, errors = _string_map(labels, path)
+    for key, value in pairs.items():
+        errors.extend(invalid(path, key, message) for message in qualified_name_errors(key))
+        errors.extend(invalid(path, value, message) for message in label_value_errors(value))
+    return errors
+
+
+def validate_annotations(annotations: Any, path: str = "metadata.annotations") -> list[FieldError]:
+    pairs, errors = _string_map(annotations, path)
+    for key in pairs:
+        # Annotation keys are qualified names in which case does not matter.
+        errors.extend(invalid(path, key, m) for m in qualified_name_errors(key.lower()))
+    size = sum(len(k.encode()) + len(v.encode()) for k, v in pairs.items())
+    if size > TOTAL_ANNOTATION_SIZE_LIMIT:
+        errors.append(too_long(path, TOTAL_ANNOTATION_SIZE_LIMIT))
+    return errors
+
+
+def validate_finalizers(finalizers: Any, path: str = "metadata.finalizers") -> list[FieldError]:
+    if finalizers is None:
+        return []
+    if not isinstance(finalizers, list):
+        return [invalid(path, _shown(finalizers), "must be a list of strings")]
+    errors: list[FieldError] = []
+    for index, finalizer in enumerate(finalizers):
+        if not isinstance(finalizer, str):
+            errors.append(invalid(f"{path}[{index}]", _shown(finalizer), "must be a string"))
+            continue
+        errors.extend(invalid(path, finalizer, m) for m in qualified_name_errors(finalizer))
+    return errors
+
+
+def finalizer_warnings(finalizers: Any, path: str = "metadata.finalizers") -> list[str]:
+    """The warning kube-apiserver gives custom resources for finalizers without a domain."""
+    if not isinstance(finalizers, list):
+        return []
+    return [
+        f'{path}: "{finalizer}": prefer a domain-qualified finalizer name including a path (/) '
+        "to avoid accidental conflicts with other finalizer writers"
+        for finalizer in finalizers
+        if isinstance(finalizer, str)
+        and "/" not in finalizer
+        and not qualified_name_errors(finalizer)
+    ]
+
+
+def validate_object_meta(meta: Any, path: str = "metadata") -> list[FieldError]:
+    """Every client-writable ObjectMeta rule: name (or generateName), namespace, labels,
+    annotations and finalizers."""
+    if not isinstance(meta, dict):
+        return [required(f"{path}.name", "name or generateName is required")]
+    errors: list[FieldError] = []
+    name, generate_name = meta.get("name"), meta.get("generateName")
+    if generate_name:
+        errors.extend(validate_generate_name(generate_name, f"{path}.generateName"))
+    if name in (None, ""):
+        if not generate_name:
+            errors.append(required(f"{path}.name", "name or generateName is required"))
+    else:
+        errors.extend(validate_name(name, f"{path}.name"))
+    if meta.get("namespace") not in (None, ""):
+        errors.extend(validate_namespace(meta["namespace"], f"{path}.namespace"))
+    errors.extend(validate_labels(meta.get("labels"), f"{path}.labels"))
+    errors.extend(validate_annotations(meta.get("annotations"), f"{path}.annotations"))
+    errors.extend(validate_finalizers(meta.get("finalizers"), f"{path}.finalizers"))
+    return errors

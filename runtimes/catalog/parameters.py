@@ -1,0 +1,130 @@
+"""A runtime's parameter JSON Schema (Draft 2020-12) and the field errors of values against it.
+
+`parameter_errors` turns jsonschema's errors into Kubernetes-style `FieldError`s whose paths
+continue a prefix (``parameters.lora.r``, ``spec.defaults.parameters.epochs``), with a reason a
+client understands: a missing property is ``FieldValueRequired``, a value outside an enum is
+``FieldValueNotSupported``, an unknown property is ``FieldValueForbidden``, the rest
+``FieldValueInvalid`` with the rule it broke.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError
+
+from runtimes.apimachinery import fielderrors
+from runtimes.apimachinery.fielderrors import FieldError
+
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+# jsonschema's messages repeat the value, which FieldError already prints; say only the rule.
+_RULES: dict[str, str] = {
+    "minimum": "must be greater than or equal to {}",
+    "maximum": "must be less than or equal to {}",
+    "exclusiveMinimum": "must be greater than {}",
+    "exclusiveMaximum": "must be less than {}",
+    "multipleOf": "must be a multiple of {}",
+    "minLength": "must be at least {} characters long",
+    "maxLength": "must be at most {} characters long",
+    "minItems": "must have at least {} items",
+    "maxItems": "must have at most {} items",
+    "minProperties": "must have at least {} properties",
+    "maxProperties": "must have at most {} properties",
+    "pattern": "must match the regular expression {}",
+    "format": "must be a valid {}",
+}
+
+
+def parameter_errors(
+    schema: Mapping[str, Any], value: Any, field: str, *, enforce_required: bool = True
+) -> list[FieldError]:
+    """Every way ``value`` breaks ``schema``, each at ``field`` plus the path inside the value.
+
+    ``enforce_required=False`` suits a runtime's defaults, which are merged under a job's
+    values and so need not be complete.
+    """
+    validator = Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
+    errors: list[FieldError] = []
+    for error in validator.iter_errors(value):
+        if error.validator == "required" and not enforce_required:
+            continue
+        errors.extend(_field_errors(error, field))
+    # By field path, so a form can show them in order; a property's own errors stay together.
+    return sorted(dict.fromkeys(errors), key=lambda e: e.field)
+
+
+def _field_errors(error: ValidationError, field: str) -> list[FieldError]:
+    where = _path(field, error.absolute_path)
+    rule, expected, instance = error.validator, error.validator_value, error.instance
+    if rule == "required":
+        missing = [
+            name for name in expected if isinstance(instance, Mapping) and name not in instance
+        ]
+        return [fielderrors.required(_path(where, [name])) for name in missing]
+    if rule in ("additionalProperties", "unevaluatedProperties") and isinstance(instance, Mapping):
+        return [
+            fielderrors.forbidden(_path(where, [name]), "not a parameter this runtime accepts")
+            for name in _unknown(error.schema, instance)
+        ]
+    if rule == "enum":
+        return [fielderrors.not_supported(where, instance, list(expected))]
+    if rule == "const":
+        return [fielderrors.not_supported(where, instance, [expected])]
+    if rule == "type":
+        kinds = expected if isinstance(expected, list) else [expected]
+        return [fielderrors.invalid(where, instance, f"must be of type {' or '.join(kinds)}")]
+    if rule == "oneOf":
+        return _one_of_errors(error, field, where)
+    if rule == "uniqueItems":
+        return [fielderrors.duplicate(where, instance)]
+    if rule in _RULES:
+        return [fielderrors.invalid(where, instance, _RULES[str(rule)].format(expected))]
+    return [fielderrors.invalid(where, instance, error.message)]
+
+
+def _one_of_errors(error: ValidationError, field: str, where: str) -> list[FieldError]:
+    # Forms told apart by a const discriminator ({"name": {"const": "adamw"}}): when the value
+    # names exactly one form, that form's own errors say more than "matches none".
+    branches: dict[Any, list[ValidationError]] = {}
+    for sub in error.context or []:
+        branches.setdefault(sub.relative_schema_path[0], []).append(sub)
+    chosen = [errs for errs in branches.values() if not any(e.validator == "const" for e in errs)]
+    if len(chosen) == 1 and len(branches) == len(error.validator_value):
+        return [fe for sub in chosen[0] for fe in _field_errors(sub, field)]
+    names = [
+        str(prop["const"])
+        for branch in error.validator_value
+        if isinstance(branch, Mapping)
+        for prop in (branch.get("properties") or {}).values()
+        if isinstance(prop, Mapping) and "const" in prop
+    ]
+    detail = "must match exactly one of the allowed forms"
+    if names:
+        detail += f" ({', '.join(names)})"
+    return [fielderrors.invalid(where, error.instance, detail)]
+
+
+def _unknown(schema: Mapping[str, Any], instance: Mapping[str, Any]) -> list[str]:
+    known = schema.get("properties") or {}
+    patterns = list((schema.get("patternProperties") or {}).keys())
+    return [
+        name
+        for name in instance
+        if name not in known and not any(re.search(p, name) for p in patterns)
+    ]
+
+
+def _path(field: str, parts: Iterable[str | int]) -> str:
+    path = field
+    for part in parts:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        elif _IDENTIFIER.match(part):
+            path += f".{part}" if path else part
+        else:
+            path += f"[{part}]"
+    return path

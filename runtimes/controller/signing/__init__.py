@@ -1,0 +1,1 @@
+"""runtimes.controller.signing"""

@@ -1,0 +1,64 @@
+"""Registers the kinds the store serves: TrainingRuntime and the read-only Accelerator catalog."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from runtimes.apimachinery.schema_nodes import list_map_keys
+from runtimes.catalog.accelerators import accelerator_table_row
+from runtimes.registry.resources import ResourceType, register
+from runtimes.registry.strategy import Strategy
+from runtimes.registry.trainingruntime import schema
+from runtimes.registry.trainingruntime import strategy as trainingruntime
+
+TRAINING_RUNTIMES = register(
+    ResourceType(
+        group="nodus.dev",
+        version="v1beta1",
+        kind="TrainingRuntime",
+        plural="trainingruntimes",
+        singular="trainingruntime",
+        namespaced=True,
+        strategy=trainingruntime.STRATEGY,
+        status_strategy=trainingruntime.STATUS_STRATEGY,
+        short_names=("tr",),
+        categories=("nodus",),
+        selectable_fields=schema.SELECTABLE_FIELDS,
+        columns=trainingruntime.COLUMNS,
+        subresources=("status", "compile"),
+        list_map_keys=list_map_keys(schema.TRAINING_RUNTIME),
+    )
+)
+
+
+def _accelerator_cell(index: int) -> Any:
+    return lambda obj: accelerator_table_row(obj)[index]
+
+
+ACCELERATORS = register(
+    ResourceType(
+        group="nodus.dev",
+        version="v1beta1",
+        kind="Accelerator",
+        plural="accelerators",
+        singular="accelerator",
+        namespaced=False,
+        strategy=Strategy(),
+        short_names=("acc",),
+        categories=("nodus",),
+        read_only=True,
+        columns=(
+            ("Family", "string", "The accelerator family.", 0, _accelerator_cell(0)),
+            ("Memory", "string", "Memory per GPU.", 0, _accelerator_cell(1)),
+            (
+                "Class",
+                "string",
+                "The accelerator class estimates are keyed by.",
+                0,
+                _accelerator_cell(2),
+            ),
+            ("NVLink", "boolean", "Whether the variant has NVLink.", 0, _accelerator_cell(3)),
+            ("Offerings", "integer", "How many host shapes offer it.", 1, _accelerator_cell(4)),
+        ),
+    )
+)

@@ -1,0 +1,70 @@
+"""Kinds the store serves: names, scope and strategies, one descriptor each.
+
+Discovery, OpenAPI paths, URL routing and error messages are all derived from these
+descriptors, so adding a kind is one `ResourceType` and its strategy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from runtimes.registry.strategy import StatusStrategy, Strategy
+
+
+@dataclass(frozen=True, eq=False)
+class ResourceType:
+    group: str
+    version: str
+    kind: str
+    plural: str
+    singular: str
+    namespaced: bool
+    strategy: Strategy
+    short_names: tuple[str, ...] = ()
+    categories: tuple[str, ...] = ()
+    status_strategy: StatusStrategy | None = None
+    read_only: bool = False
+    # Fields selectable with ?fieldSelector= besides metadata.name/namespace.
+    selectable_fields: tuple[str, ...] = ()
+    # Table columns: (name, type, description, priority, cell(obj) -> value).
+    columns: tuple[tuple[str, str, str, int, Callable[[dict[str, Any]], Any]], ...] = ()
+    subresources: tuple[str, ...] = field(default=())
+    # Lists of maps merged by key in server-side apply (all other lists are atomic).
+    list_map_keys: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def key(self) -> str:
+        """The store's name for the kind: plural.group, as kube-apiserver's group-resource."""
+        return f"{self.plural}.{self.group}" if self.group else self.plural
+
+    @property
+    def verbs(self) -> list[str]:
+        if self.read_only:
+            return ["get", "list", "watch"]
+        return ["delete", "deletecollection", "get", "list", "patch", "create", "update", "watch"]
+
+
+REGISTRY: dict[str, ResourceType] = {}
+
+
+def register(rt: ResourceType) -> ResourceType:
+    REGISTRY[rt.plural] = rt
+    return rt
+
+
+def lookup(plural: str) -> ResourceType | None:
+    from runtimes.registry import kinds  # noqa: F401  (registers the kinds on first use)
+
+    return REGISTRY.get(plural)
+
+
+def all_kinds() -> list[ResourceType]:
+    from runtimes.registry import kinds  # noqa: F401
+
+    return list(REGISTRY.values())

@@ -1,0 +1,79 @@
+"""Strategies: what is kind-specific about a write, so the store can stay generic.
+
+Mirrors kube-apiserver's ``RESTCreateStrategy``/``RESTUpdateStrategy``: the main endpoint keeps
+the old status, the status strategy keeps the old spec and metadata. Kinds subclass
+`Strategy` to add defaulting, validation (collecting every `FieldError`) and warnings.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from runtimes.apimachinery.fielderrors import FieldError
+
+Obj = dict[str, Any]
+
+
+class Strategy:
+    """The main endpoint: spec and metadata change, status never does."""
+
+    subresource = ""
+
+    def prepare_for_create(self, obj: Obj) -> None:
+        obj.pop("status", None)
+
+    def prepare_for_update(self, new: Obj, old: Obj) -> None:
+        if "status" in old:
+            new["status"] = copy.deepcopy(old["status"])
+        else:
+            new.pop("status", None)
+
+    def default(self, obj: Obj) -> None:
+        """Fills defaults in place; must be idempotent."""
+
+    def derive(self, obj: Obj) -> None:
+        """Sets server-derived fields (e.g. status.managed) after every write's other steps."""
+
+    def validate(self, obj: Obj, old: Obj | None) -> list[FieldError]:
+        return []
+
+    def warnings(self, obj: Obj, old: Obj | None) -> list[str]:
+        return []
+
+    def unknown_fields(self, obj: Obj) -> list[str]:
+        """Paths (spec.foo) that the kind's schema does not know, for fieldValidation."""
+        return []
+
+    def prune_unknown(self, obj: Obj) -> None:
+        """Drops what `unknown_fields` reports (fieldValidation=Ignore or Warn)."""
+
+
+class StatusStrategy(Strategy):
+    """The /status subresource: only status changes; the rest is taken from the old object."""
+
+    subresource = "status"
+
+    def __init__(self, main: Strategy) -> None:
+        self.main = main
+
+    def prepare_for_update(self, new: Obj, old: Obj) -> None:
+        status = new.get("status")
+        managed_fields = new.get("metadata", {}).get("managedFields")
+        new.clear()
+        new.update(copy.deepcopy(old))
+        if status is None:
+            new.pop("status", None)
+        else:
+            new["status"] = status
+        if managed_fields is not None:
+            new["metadata"]["managedFields"] = managed_fields
+
+    def derive(self, obj: Obj) -> None:
+        self.main.derive(obj)
+
+    def validate(self, obj: Obj, old: Obj | None) -> list[FieldError]:
+        return self.validate_status(obj)
+
+    def validate_status(self, obj: Obj) -> list[FieldError]:
+        return []

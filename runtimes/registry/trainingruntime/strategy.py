@@ -1,0 +1,108 @@
+"""The TrainingRuntime kind: its strategies and printer columns.
+
+Rules live in `runtimes.registry.trainingruntime.validation`, defaults in
+`runtimes.registry.trainingruntime.defaulting`, fields in
+`runtimes.registry.trainingruntime.schema`; this module only says when each applies. Status is the
+controller's: the main endpoint keeps it, and whenever it describes an older generation the phase
+reads Pending.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from runtimes.accounts.access import MANAGED_PROJECT
+from runtimes.apimachinery.fielderrors import FieldError, required
+from runtimes.catalog.accelerators import catalog
+from runtimes.registry.strategy import StatusStrategy, Strategy
+from runtimes.registry.trainingruntime import defaulting, schema, validation
+
+Obj = dict[str, Any]
+
+
+def _status(obj: Obj) -> Obj:
+    status = obj.get("status")
+    return status if isinstance(status, dict) else {}
+
+
+class TrainingRuntimeStrategy(Strategy):
+    def default(self, obj: Obj) -> None:
+        if isinstance(obj.get("spec"), dict):
+            obj["spec"] = defaulting.default_spec(obj["spec"])
+
+    def derive(self, obj: Obj) -> None:
+        status = dict(_status(obj))
+        status["managed"] = obj["metadata"].get("namespace") == MANAGED_PROJECT
+        if status.get("observedGeneration") != obj["metadata"].get("generation"):
+            # A status about an older generation says nothing about this spec yet.
+            status["phase"] = "Pending"
+        status.setdefault("phase", "Pending")
+        obj["status"] = status
+
+    def validate(self, obj: Obj, old: Obj | None) -> list[FieldError]:
+        spec = obj.get("spec")
+        if spec is None:
+            return [required("spec")]
+        return validation.validate_spec(spec, catalog())
+
+    def warnings(self, obj: Obj, old: Obj | None) -> list[str]:
+        spec = obj.get("spec")
+        return validation.spec_warnings(spec, catalog()) if isinstance(spec, dict) else []
+
+    def unknown_fields(self, obj: Obj) -> list[str]:
+        return schema.unknown_fields(obj)
+
+    def prune_unknown(self, obj: Obj) -> None:
+        schema.prune_unknown(obj)
+
+
+class TrainingRuntimeStatusStrategy(StatusStrategy):
+    def validate_status(self, obj: Obj) -> list[FieldError]:
+        return validation.validate_status(_status(obj))
+
+
+def _cell(path: str) -> Any:
+    keys = path.split(".")
+
+    def cell(obj: Obj) -> Any:
+        value: Any = obj
+        for key in keys:
+            value = value.get(key) if isinstance(value, dict) else None
+        return value
+
+    return cell
+
+
+def _modes(obj: Obj) -> str:
+    return ",".join(obj.get("spec", {}).get("modes") or [])
+
+
+STRATEGY = TrainingRuntimeStrategy()
+STATUS_STRATEGY = TrainingRuntimeStatusStrategy(STRATEGY)
+
+COLUMNS = (
+    ("Task", "string", "The kind of training the runtime implements.", 0, _cell("spec.task")),
+    (
+        "Launcher",
+        "string",
+        "How the trainer is started across GPUs and nodes.",
+        0,
+        _cell("spec.launcher"),
+    ),
+    (
+        "Phase",
+        "string",
+        "Pending until the image is verified, then Ready or Failed.",
+        0,
+        _cell("status.phase"),
+    ),
+    (
+        "Managed",
+        "boolean",
+        "Whether the runtime belongs to the managed catalog.",
+        0,
+        _cell("status.managed"),
+    ),
+    ("Modes", "string", "Train and/or Evaluate.", 1, _modes),
+    ("Image Digest", "string", "The verified image digest.", 1, _cell("status.imageDigest")),
+)

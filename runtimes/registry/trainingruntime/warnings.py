@@ -1,0 +1,92 @@
+"""Soft problems with a TrainingRuntime spec: accepted, but worth a ``Warning`` header.
+
+Each warning names the field it is about and what to do, in the form kubectl prints
+(``Warning: spec.requires.teacher: …``). None of these block a write.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from runtimes.catalog.gpu_rules import AcceleratorCatalog, classes_for, gpu_requests
+
+# Tasks that train on a dataset, so a runtime for them normally requires spec.data.
+_DATA_TASKS = frozenset({"SFT", "Pretrain", "DPO", "ORPO", "KTO", "Reward"})
+
+
+def _dict(value: Any, key: str) -> dict[str, Any]:
+    found = value.get(key) if isinstance(value, dict) else None
+    return found if isinstance(found, dict) else {}
+
+
+def _reachable_classes(gpu: dict[str, Any], catalog: AcceleratorCatalog) -> set[str]:
+    entries = gpu.get("type")
+    if not isinstance(entries, list):
+        return set()
+    exact = gpu.get("exact") is True
+    return set().union(*(classes_for(e, catalog, exact) for e in entries if isinstance(e, str)))
+
+
+def spec_warnings(spec: Any, catalog: AcceleratorCatalog) -> list[str]:
+    """Soft problems: accepted specs that will probably not behave as their author expects."""
+    if not isinstance(spec, dict):
+        return []
+    task = spec.get("task") if isinstance(spec.get("task"), str) else None
+    requires = _dict(spec, "requires")
+    estimate = _dict(spec, "estimate")
+    warnings: list[str] = []
+    if task == "Distill" and requires.get("teacher") is not True:
+        warnings.append(
+            "spec.requires.teacher: a Distill runtime learns from a teacher model; set "
+            "requires.teacher: true so every job names one"
+        )
+    if task in _DATA_TASKS and requires.get("data") is not True:
+        warnings.append(
+            f"spec.requires.data: a {task} runtime trains on a dataset; set requires.data: true "
+            "so every job names one"
+        )
+    step_key = "secondsPerTask" if task == "Evaluate" else "secondsPerStep"
+    if task == "Evaluate" and not _dict(estimate, "secondsPerTask"):
+        warnings.append(
+            "spec.estimate.secondsPerTask: an Evaluate runtime without task times gives jobs no "
+            "expected duration; add the measured seconds per task for each accelerator class"
+        )
+    if (
+        task not in (None, "Evaluate")
+        and _dict(estimate, "secondsPerTask")
+        and "Evaluate" not in (spec.get("modes") or [])
+    ):
+        warnings.append(
+            "spec.estimate.secondsPerTask: only evaluation uses task times, and this runtime's "
+            "modes do not include Evaluate"
+        )
+    warnings.extend(_estimate_coverage(spec, catalog, _dict(estimate, step_key), step_key))
+    return warnings
+
+
+def _estimate_coverage(
+    spec: dict[str, Any], catalog: AcceleratorCatalog, times: dict[str, Any], key: str
+) -> list[str]:
+    """Presets that can land on classes without a measured time, and times no preset uses."""
+    requests = list(gpu_requests(spec))
+    if not requests:
+        return []
+    warnings: list[str] = []
+    reachable: set[str] = set()
+    for path, gpu in requests:
+        classes = _reachable_classes(gpu, catalog)
+        reachable |= classes
+        missing = sorted(c for c in classes if c not in times)
+        if times and missing:
+            warnings.append(
+                f"{path}.type: no spec.estimate.{key} for accelerator class(es) "
+                f"{', '.join(missing)}; jobs placed there show no expected duration"
+            )
+    for name in ("secondsPerStep", "secondsPerTask"):
+        for cls in _dict(_dict(spec, "estimate"), name):
+            if cls in catalog.classes and cls not in reachable:
+                warnings.append(
+                    f"spec.estimate.{name}[{cls}]: no preset or default GPU request can run on "
+                    "this accelerator class, so the time is never used"
+                )
+    return warnings

@@ -1,0 +1,102 @@
+"""SQL tables behind the store, projects and access.
+
+The store keeps every object of every kind in one table (`StoredObject`) and appends one
+`Event` per write, in the same transaction; the event's revision is the global resourceVersion.
+`RevisionCounter` is a single row that every writer locks and bumps inside its transaction, so
+revisions commit in the order they are handed out (on PostgreSQL as on SQLite).
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+
+class RevisionCounter(models.Model):
+    id = models.PositiveSmallIntegerField(primary_key=True, default=1)
+    value = models.BigIntegerField(default=0)
+    # The oldest revision the event log still holds; older ones answer 410 Expired.
+    compacted = models.BigIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"revision {self.value}"
+
+
+class StoredObject(models.Model):
+    resource = models.CharField(max_length=100)  # "trainingruntimes.nodus.dev"
+    namespace = models.CharField(max_length=63, blank=True)  # "" for cluster-scoped kinds
+    name = models.CharField(max_length=253)
+    uid = models.CharField(max_length=36)
+    revision = models.BigIntegerField(db_index=True)
+    body = models.TextField()  # the whole object as JSON, resourceVersion included
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["resource", "namespace", "name"], name="object_key")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.resource} {self.namespace}/{self.name}@{self.revision}"
+
+
+class Event(models.Model):
+    revision = models.BigIntegerField(primary_key=True)
+    resource = models.CharField(max_length=100)
+    namespace = models.CharField(max_length=63, blank=True)
+    name = models.CharField(max_length=253)
+    type = models.CharField(max_length=8)  # ADDED | MODIFIED | DELETED
+    body = models.TextField()  # the object after the write (the last state for DELETED)
+    prev_body = models.TextField(
+        blank=True
+    )  # before the write ("" for ADDED); selector transitions
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["resource", "revision"], name="event_resource_rev")]
+
+    def __str__(self) -> str:
+        return f"{self.revision} {self.type} {self.resource} {self.namespace}/{self.name}"
+
+
+class Project(models.Model):
+    name = models.CharField(max_length=63, primary_key=True)
+    display_name = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Role(models.TextChoices):
+    VIEWER = "viewer", "Viewer"
+    EDITOR = "editor", "Editor"
+    ADMIN = "admin", "Admin"
+
+
+class Membership(models.Model):
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
+    )
+    role = models.CharField(max_length=10, choices=Role.choices, default=Role.VIEWER)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["project", "user"], name="one_role")]
+
+    def __str__(self) -> str:
+        return f"{self.user} is {self.role} of {self.project_id}"
+
+
+class ApiToken(models.Model):
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"
+    )
+    name = models.CharField(max_length=100)
+    digest = models.CharField(max_length=64, unique=True)  # sha256 of the token; never the token
+    prefix = models.CharField(max_length=16)  # shown in lists so people can tell tokens apart
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"

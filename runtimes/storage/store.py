@@ -1,0 +1,472 @@
+"""The generic store: every read and write of every kind goes through here.
+
+Never names a kind. Each write runs in one transaction that locks the revision counter, checks
+the object's revision (optimistic concurrency), writes the object row and appends one event
+whose id is the new global revision. Writes that change nothing write nothing. Subscribers hear
+of a revision only after its transaction commits (`runtimes.storage.events`).
+"""
+
+from __future__ import annotations
+
+import copy
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from django.db import connection, transaction
+
+from runtimes.apimachinery import errors
+from runtimes.apimachinery.objectmeta import (
+    canonical,
+    check_immutable,
+    generate_name,
+    metadata_errors,
+    now_timestamp,
+    spec_changed,
+    unchanged,
+)
+from runtimes.registry.resources import ResourceType
+from runtimes.registry.strategy import Strategy
+from runtimes.storage import events
+from runtimes.storage.models import Project, RevisionCounter, StoredObject
+
+Obj = dict[str, Any]
+
+FIELD_VALIDATION = ("Ignore", "Warn", "Strict")
+
+
+@dataclass
+class WriteResult:
+    object: Obj
+    warnings: list[str] = field(default_factory=list)
+    created: bool = False
+    deleted: bool = (
+        False  # the object is gone (delete without finalizers, or last finalizer removed)
+    )
+    changed: bool = True
+
+
+class _Stale(Exception):
+    """The row moved between our read and our commit; re-read and try again."""
+
+
+def dumps(obj: Obj) -> str:
+    return orjson.dumps(obj).decode()
+
+
+def loads(text: str) -> Obj:
+    value: Obj = orjson.loads(text)
+    return value
+
+
+def current_revision() -> int:
+    return int(RevisionCounter.objects.values_list("value", flat=True).get(pk=1))
+
+
+def _ns(rt: ResourceType, namespace: str | None) -> str:
+    return (namespace or "") if rt.namespaced else ""
+
+
+def ensure_namespace(rt: ResourceType, namespace: str) -> None:
+    if rt.namespaced and not Project.objects.filter(name=namespace).exists():
+        raise errors.namespace_not_found(namespace)
+
+
+def get(rt: ResourceType, namespace: str | None, name: str) -> Obj:
+    row = (
+        StoredObject.objects.filter(resource=rt.key, namespace=_ns(rt, namespace), name=name)
+        .values_list("body", flat=True)
+        .first()
+    )
+    if row is None:
+        raise errors.not_found(rt.plural, rt.group, name)
+    return loads(row)
+
+
+def list_objects(rt: ResourceType, namespace: str | None = None) -> tuple[list[Obj], int]:
+    """All objects of a kind (in one namespace, or all) and the revision they are current at.
+
+    One statement reads both the counter and the rows, so the pair is one consistent snapshot on
+    SQLite and on PostgreSQL alike: a watch started from that revision misses and repeats nothing.
+    """
+    counter = RevisionCounter._meta.db_table
+    objects = StoredObject._meta.db_table
+    where = "resource = %s"
+    params: list[Any] = [rt.key]
+    if namespace and rt.namespaced:
+        where += " AND namespace = %s"
+        params.append(namespace)
+    sql = (
+        f"SELECT 0, value, '', '' FROM {counter} WHERE id = 1 UNION ALL "  # noqa: S608
+        f"SELECT 1, revision, namespace || '/' || name, body FROM {objects} WHERE {where} "
+        "ORDER BY 1, 3"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    revision = int(rows[0][1])
+    return [loads(body) for _, _, _, body in rows[1:]], revision
+
+
+def _apply_field_validation(
+    strategy: Strategy, obj: Obj, field_validation: str, warnings: list[str]
+) -> None:
+    unknown = strategy.unknown_fields(obj)
+    if not unknown:
+        return
+    if field_validation == "Strict":
+        raise errors.bad_request(
+            "strict decoding error: " + ", ".join(f'unknown field "{p}"' for p in unknown),
+            fix="Remove the unknown fields (`kubectl explain tr.spec --recursive` lists the "
+            "known ones), or send fieldValidation=Warn to have them dropped with a warning.",
+        )
+    if field_validation == "Warn":
+        warnings.extend(f'unknown field "{p}"' for p in unknown)
+    strategy.prune_unknown(obj)
+
+
+def _validate(rt: ResourceType, strategy: Strategy, obj: Obj, old: Obj | None) -> None:
+    problems = metadata_errors(obj, rt.namespaced, old) + strategy.validate(obj, old)
+    if problems:
+        raise errors.invalid(rt.kind, rt.group, obj["metadata"].get("name", ""), problems)
+
+
+def _prepare_create(
+    rt: ResourceType, namespace: str, body: Obj, field_validation: str
+) -> tuple[Obj, list[str]]:
+    obj = copy.deepcopy(body)
+    meta = obj.setdefault("metadata", {})
+    obj["apiVersion"], obj["kind"] = rt.api_version, rt.kind
+    if rt.namespaced:
+        meta["namespace"] = namespace
+    else:
+        meta.pop("namespace", None)
+    for system in (
+        "uid",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "selfLink",
+        "resourceVersion",
+        "generation",
+    ):
+        meta.pop(system, None)
+    warnings: list[str] = []
+    _apply_field_validation(rt.strategy, obj, field_validation, warnings)
+    rt.strategy.prepare_for_create(obj)
+    rt.strategy.default(obj)
+    if not meta.get("name") and meta.get("generateName"):
+        meta["name"] = generate_name(meta["generateName"])
+    _validate(rt, rt.strategy, obj, None)
+    warnings.extend(rt.strategy.warnings(obj, None))
+    meta["uid"] = str(uuid.uuid4())
+    meta["creationTimestamp"] = now_timestamp()
+    meta["generation"] = 1
+    rt.strategy.derive(obj)
+    return canonical(obj), warnings
+
+
+def create(
+    rt: ResourceType,
+    namespace: str | None,
+    body: Obj,
+    *,
+    dry_run: bool = False,
+    field_validation: str = "Warn",
+    on_prepared: Callable[[Obj | None, Obj], Obj] | None = None,
+) -> WriteResult:
+    ns = _ns(rt, namespace)
+    ensure_namespace(rt, ns)
+    generated = not body.get("metadata", {}).get("name")
+    # generateName may collide: kube retries a few times before answering AlreadyExists.
+    for _attempt in range(5 if generated else 1):
+        obj, warnings = _prepare_create(rt, ns, body, field_validation)
+        if on_prepared is not None:
+            obj = on_prepared(None, obj)
+        if dry_run:
+            if _exists(rt, ns, obj["metadata"]["name"]):
+                raise errors.already_exists(rt.plural, rt.group, obj["metadata"]["name"])
+            obj["metadata"]["resourceVersion"] = ""
+            return WriteResult(obj, warnings, created=True)
+        try:
+            _commit(rt, ns, obj["metadata"]["name"], None, obj, None)
+        except errors.ApiError as exc:
+            if exc.reason == "AlreadyExists" and generated:
+                continue
+            raise
+        return WriteResult(obj, warnings, created=True)
+    raise errors.ApiError(
+        "AlreadyExists",
+        f'{rt.plural}.{rt.group} "{body["metadata"].get("generateName", "")}" already exists, the '
+        "server was not able to generate a unique name for the object",
+        {"group": rt.group, "kind": rt.plural},
+        retry_after=1,
+    )
+
+
+def _exists(rt: ResourceType, ns: str, name: str) -> bool:
+    return StoredObject.objects.filter(resource=rt.key, namespace=ns, name=name).exists()
+
+
+def _prepare_update(
+    rt: ResourceType, strategy: Strategy, old: Obj, body: Obj, field_validation: str
+) -> tuple[Obj, list[str]]:
+    new = copy.deepcopy(body)
+    new["apiVersion"], new["kind"] = rt.api_version, rt.kind
+    meta = new.setdefault("metadata", {})
+    old_meta = old["metadata"]
+    immutable = check_immutable(meta, old_meta)
+    if immutable:
+        raise errors.invalid(rt.kind, rt.group, old_meta["name"], immutable)
+    for system in (
+        "name",
+        "namespace",
+        "uid",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "generation",
+        "resourceVersion",
+    ):
+        if system in old_meta:
+            meta[system] = old_meta[system]
+        else:
+            meta.pop(system, None)
+    warnings: list[str] = []
+    if strategy.subresource == "":
+        _apply_field_validation(strategy, new, field_validation, warnings)
+    strategy.prepare_for_update(new, old)
+    strategy.default(new)
+    _validate(rt, strategy, new, old)
+    warnings.extend(strategy.warnings(new, old))
+    if spec_changed(new, old):
+        meta["generation"] = int(old_meta.get("generation", 1)) + 1
+    strategy.derive(new)
+    return canonical(new), warnings
+
+
+def update(
+    rt: ResourceType,
+    namespace: str | None,
+    name: str,
+    body: Obj,
+    *,
+    subresource: str = "",
+    dry_run: bool = False,
+    field_validation: str = "Warn",
+    on_prepared: Callable[[Obj | None, Obj], Obj] | None = None,
+) -> WriteResult:
+    """PUT: the body replaces the object; its metadata.resourceVersion must be current."""
+    wanted = body.get("metadata", {}).get("resourceVersion")
+    if not wanted:
+        raise errors.invalid(
+            rt.kind,
+            rt.group,
+            name,
+            [_rv_required()],
+        )
+    return mutate(
+        rt,
+        namespace,
+        name,
+        lambda _old: body,
+        subresource=subresource,
+        dry_run=dry_run,
+        field_validation=field_validation,
+        on_prepared=on_prepared,
+    )
+
+
+def _rv_required() -> Any:
+    from runtimes.apimachinery.fielderrors import FieldError
+
+    # kube renders the Go zero value unquoted (%#v of a uint64), not as the string "0x0".
+    return FieldError(
+        "metadata.resourceVersion",
+        "FieldValueInvalid",
+        "Invalid value: 0x0: must be specified for an update",
+    )
+
+
+def mutate(
+    rt: ResourceType,
+    namespace: str | None,
+    name: str,
+    change: Callable[[Obj], Obj],
+    *,
+    subresource: str = "",
+    dry_run: bool = False,
+    field_validation: str = "Warn",
+    on_prepared: Callable[[Obj | None, Obj], Obj] | None = None,
+) -> WriteResult:
+    """Read, change, write with compare-and-swap: the heart of PUT and every kind of PATCH.
+
+    `change` gets a copy of the current object and returns the requested one. If the request
+    names a resourceVersion it must match; otherwise a concurrent write makes us re-read and
+    re-apply (as kube's GuaranteedUpdate), so concurrent patches never lose an update.
+    """
+    ns = _ns(rt, namespace)
+    strategy = rt.strategy
+    if subresource == "status":
+        if rt.status_strategy is None:
+            raise errors.not_found(rt.plural, rt.group, name)
+        strategy = rt.status_strategy
+    for _attempt in range(20):
+        old = get(rt, ns, name)
+        requested = change(copy.deepcopy(old))
+        wanted = requested.get("metadata", {}).get("resourceVersion")
+        if wanted and str(wanted) != old["metadata"]["resourceVersion"]:
+            raise errors.conflict(rt.plural, rt.group, name, errors.STALE)
+        new, warnings = _prepare_update(rt, strategy, old, requested, field_validation)
+        if on_prepared is not None:
+            new = on_prepared(old, new)
+        finalize = bool(old["metadata"].get("deletionTimestamp")) and not new["metadata"].get(
+            "finalizers"
+        )
+        if unchanged(new, old) and not finalize:
+            return WriteResult(old, warnings, changed=False)
+        if dry_run:
+            return WriteResult(new, warnings, deleted=finalize)
+        try:
+            _commit(
+                rt,
+                ns,
+                name,
+                int(old["metadata"]["resourceVersion"]),
+                None if finalize else new,
+                new if finalize else None,
+            )
+        except _Stale:
+            # Re-read and re-apply, as kube's GuaranteedUpdate: a PUT's stale resourceVersion
+            # is refused by the check above on the next pass, while a patch (whose result
+            # merely echoes the revision it was applied to) lands on the fresh object.
+            continue
+        return WriteResult(new, warnings, deleted=finalize)
+    raise errors.ApiError(
+        "Conflict",
+        f'Operation cannot be fulfilled on {rt.plural}.{rt.group} "{name}": too many '
+        "concurrent writes; please retry",
+        {"name": name, "group": rt.group, "kind": rt.plural},
+        retry_after=1,
+    )
+
+
+def delete(
+    rt: ResourceType,
+    namespace: str | None,
+    name: str,
+    *,
+    uid: str | None = None,
+    resource_version: str | None = None,
+    dry_run: bool = False,
+) -> WriteResult:
+    """Deletes now, or (with finalizers) marks the object as being deleted."""
+    ns = _ns(rt, namespace)
+    for _attempt in range(20):
+        old = get(rt, ns, name)
+        meta = old["metadata"]
+        if uid and uid != meta["uid"]:
+            raise errors.conflict(
+                rt.plural,
+                rt.group,
+                name,
+                f"Precondition failed: UID in precondition: {uid}, "
+                f"UID in object meta: {meta['uid']}",
+            )
+        if resource_version and resource_version != meta["resourceVersion"]:
+            raise errors.conflict(
+                rt.plural,
+                rt.group,
+                name,
+                "Precondition failed: ResourceVersion in precondition: "
+                f"{resource_version}, ResourceVersion in object meta: {meta['resourceVersion']}",
+            )
+        if meta.get("finalizers"):
+            if meta.get("deletionTimestamp"):
+                return WriteResult(old, changed=False)
+            new = copy.deepcopy(old)
+            new["metadata"]["deletionTimestamp"] = now_timestamp()
+            new["metadata"]["deletionGracePeriodSeconds"] = 0
+            new["metadata"]["generation"] = int(meta.get("generation", 1)) + 1
+            if dry_run:
+                return WriteResult(new)
+            try:
+                _commit(rt, ns, name, int(meta["resourceVersion"]), new, None)
+            except _Stale:
+                continue
+            return WriteResult(new)
+        if dry_run:
+            return WriteResult(old, deleted=True)
+        try:
+            _commit(rt, ns, name, int(meta["resourceVersion"]), None, old)
+        except _Stale:
+            continue
+        return WriteResult(old, deleted=True)
+    raise errors.conflict(rt.plural, rt.group, name, "too many concurrent writes; please retry")
+
+
+def _commit(
+    rt: ResourceType,
+    ns: str,
+    name: str,
+    expected: int | None,
+    new: Obj | None,
+    gone: Obj | None,
+) -> int:
+    """Writes one change and its event in one transaction; returns the new revision.
+
+    `expected` is the revision we read (None for a create); `new` the object to store, or None
+    with `gone` the last state when the object goes away. The counter row lock serialises
+    writers, so revisions commit in the order they are handed out and a reader never sees
+    revision N+1 without N.
+    """
+    from runtimes.storage.models import Event
+
+    with transaction.atomic():
+        counter = RevisionCounter.objects.select_for_update().get(pk=1)
+        row = StoredObject.objects.filter(resource=rt.key, namespace=ns, name=name).first()
+        if expected is None and row is not None:
+            raise errors.already_exists(rt.plural, rt.group, name)
+        if expected is not None and (row is None or row.revision != expected):
+            raise _Stale
+        revision = counter.value + 1
+        counter.value = revision
+        counter.save(update_fields=["value"])
+        prev_body = row.body if row is not None else ""
+        if new is not None:
+            new["metadata"]["resourceVersion"] = str(revision)
+            body = dumps(new)
+            if row is None:
+                StoredObject.objects.create(
+                    resource=rt.key,
+                    namespace=ns,
+                    name=name,
+                    uid=new["metadata"]["uid"],
+                    revision=revision,
+                    body=body,
+                )
+                kind = "ADDED"
+            else:
+                row.revision, row.body = revision, body
+                row.save(update_fields=["revision", "body"])
+                kind = "MODIFIED"
+        else:
+            assert gone is not None
+            assert row is not None
+            gone["metadata"]["resourceVersion"] = str(revision)
+            body = dumps(gone)
+            row.delete()
+            kind = "DELETED"
+        Event.objects.create(
+            revision=revision,
+            resource=rt.key,
+            namespace=ns,
+            name=name,
+            type=kind,
+            body=body,
+            prev_body=prev_body,
+        )
+        transaction.on_commit(lambda: events.published(revision))
+    return revision

@@ -1,0 +1,384 @@
+"""The hub: one ordered event stream per process, fanned out to every watcher.
+
+A dispatcher thread tails the event log (`revision > last ORDER BY revision`) whenever a write
+commits here (`runtimes.storage.events`), another process nudges (`runtimes.watch.nudge`), or a poll
+comes due, and keeps the recent events in a bounded in-memory ring. Revisions commit in order (the
+counter row lock), so that read never skips a revision that commits late.
+
+Watchers pull rather than being pushed to: each subscription has a cursor (the last revision it
+has seen) and reads `revision > cursor` from the ring, or from the log when it starts behind the
+ring. A cursor makes delivery gapless, duplicate-free and ordered by construction. A watcher
+that has caught up and then falls behind the ring cannot keep up: it is ended with `TooSlow`
+(the API sends an ERROR and the client resumes or re-lists), as kube-apiserver drops watchers
+whose buffers fill. A start point below the compaction floor raises `TooOld` (410 Expired).
+
+    async with hub.subscribe(after, "trainingruntimes.nodus.dev", "demo") as events:
+        async for event in events: ...
+
+Threads (the controller) use `hub.follow(...)`, which blocks instead of awaiting.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import logging
+import threading
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.db import close_old_connections, connection
+
+from runtimes.storage import compaction, events
+from runtimes.storage.eventlog import (
+    FIELDS,
+    HubEvent,
+    TooOld,
+    closing,
+    parse_event,
+    read_log,
+    run_db,
+    stored_revision,
+)
+from runtimes.storage.models import Event
+from runtimes.watch import nudge
+
+log = logging.getLogger("nodus.hub")
+
+__all__ = [
+    "Hub",
+    "HubEvent",
+    "Subscription",
+    "SyncSubscription",
+    "TooOld",
+    "TooSlow",
+    "get_hub",
+    "run_db",
+    "shutdown",
+    "subscribe",
+]
+
+Obj = dict[str, Any]
+POLL_SECONDS = 1.0
+PULL_BATCH = 1_000
+FLOOR_REFRESH_SECONDS = 30.0
+
+
+class TooSlow(Exception):
+    """The watcher fell behind the ring after catching up (or its hub was stopped); it must
+    resume from its last revision or re-list."""
+
+
+class Hub:
+    def __init__(self, ring_size: int | None = None, poll_seconds: float = POLL_SECONDS) -> None:
+        self.ring_size = ring_size or int(getattr(settings, "NODUS_HUB_RING", 4096))
+        self.poll_seconds = poll_seconds
+        self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)
+        self._revisions: list[int] = []
+        self._events: list[HubEvent] = []
+        self.last = 0  # the newest revision the hub has read
+        self.ring_from = 0  # the ring holds every event in (ring_from, last]
+        self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
+        self._thread: threading.Thread | None = None
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._floor = 0
+        self._floor_read_at = 0.0
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def start(self) -> None:
+        if self._thread is not None:
+            return
+        self.last = self.ring_from = closing(stored_revision)()
+        self._thread = threading.Thread(target=self._run, name="nodus-hub", daemon=True)
+        self._thread.start()
+        # Other processes' commits wake us through the process's nudger; our own commits
+        # reach it (and through it the other processes) whether or not a hub runs here.
+        nudge.process_nudger().listen(self.wake)
+        events.subscribe(self.wake)
+
+    def stop(self) -> None:
+        events.unsubscribe(self.wake)
+        nudge.process_nudger().unlisten(self.wake)
+        self._stop.set()
+        self.wake()
+        if self._thread is not None:
+            self._thread.join(5)
+        with self._lock:
+            self._wake_waiters()
+
+    def wake(self, _revision: int = 0) -> None:
+        self._wake.set()
+
+    # -- the dispatcher thread -------------------------------------------------------------
+
+    def _run(self) -> None:
+        # A plain thread, not an event loop: Django refuses ORM calls inside a running loop.
+        try:
+            while not self._stop.is_set():
+                self._wake.wait(self.poll_seconds)
+                self._wake.clear()
+                if self._stop.is_set():
+                    break
+                try:
+                    self.pull()
+                except Exception:  # the database hiccupped: reconnect and try again
+                    log.warning("hub could not read the event log", exc_info=True)
+                    close_old_connections()
+                    connection.close()
+                    time.sleep(0.5)
+        finally:
+            connection.close()
+
+    def pull(self) -> None:
+        """Reads every committed event after `last` into the ring and wakes the watchers."""
+        current = stored_revision()
+        if current < self.last:
+            self._reset(current)  # the store was recreated (tests); start over from it
+            return
+        while current > self.last:
+            rows = list(
+                Event.objects.filter(revision__gt=self.last)
+                .order_by("revision")
+                .values_list(*FIELDS)[:PULL_BATCH]
+            )
+            if not rows:
+                # Compacted past us while idle: nothing to replay, the ring restarts here.
+                with self._lock:
+                    self.last = self.ring_from = current
+                    self._revisions.clear()
+                    self._events.clear()
+                break
+            new = [parse_event(r) for r in rows]
+            if new[0].revision != self.last + 1 and compaction.floor() > self.last + 1:
+                # Compaction removed events we never read: the ring restarts after the gap, so
+                # nobody is served a stream with a hole in it (they get TooOld/TooSlow).
+                with self._lock:
+                    self._revisions.clear()
+                    self._events.clear()
+                    self.ring_from = new[0].revision - 1
+            with self._lock:
+                self._revisions += [e.revision for e in new]
+                self._events += new
+                self.last = new[-1].revision
+                self._trim()
+                self._wake_waiters()
+        self._maybe_compact()
+
+    def _trim(self) -> None:
+        excess = len(self._events) - self.ring_size
+        if excess > self.ring_size // 4:  # trim in steps: list deletes are O(n)
+            self.ring_from = self._revisions[excess - 1]
+            del self._revisions[:excess]
+            del self._events[:excess]
+
+    def _reset(self, current: int) -> None:
+        with self._lock:
+            self._revisions.clear()
+            self._events.clear()
+            self.last = self.ring_from = current
+            self._wake_waiters()
+
+    def _wake_waiters(self) -> None:
+        self._changed.notify_all()
+        waiters, self._waiters = self._waiters, []
+        for loop, future in waiters:
+            if not loop.is_closed():
+                loop.call_soon_threadsafe(_resolve, future)
+
+    def _maybe_compact(self) -> None:
+        now = time.monotonic()
+        if now - self._floor_read_at > FLOOR_REFRESH_SECONDS:
+            self._floor, self._floor_read_at = compaction.floor(), now
+        if compaction.due(self.last, known_floor=self._floor):
+            self._floor = compaction.compact()
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def from_ring(self, cursor: int) -> tuple[list[HubEvent], int] | None:
+        """Events after `cursor` held in memory, or None when the ring no longer reaches back."""
+        with self._lock:
+            if cursor < self.ring_from:
+                return None
+            index = bisect.bisect_right(self._revisions, cursor)
+            return self._events[index:], max(cursor, self.last)
+
+    def add_waiter(self, cursor: int, future: asyncio.Future[None]) -> bool:
+        """Registers `future` to be resolved after the next pull; False if already newer."""
+        with self._lock:
+            if self._stop.is_set():
+                raise TooSlow  # this hub is gone: resume on the next one
+            if self.last > cursor:
+                return False
+            self._waiters.append((future.get_loop(), future))
+            return True
+
+    def wait_sync(self, cursor: int, timeout: float) -> None:
+        with self._changed:
+            self._changed.wait_for(lambda: self.last > cursor or self._stop.is_set(), timeout)
+            if self._stop.is_set():
+                raise TooSlow
+
+    def subscribe(
+        self,
+        after: int,
+        resource: str | None = None,
+        namespace: str | None = None,
+        predicate: Callable[[HubEvent], bool] | None = None,
+    ) -> Subscription:
+        """A subscription (usable with `async with`) on this hub."""
+        return Subscription(self, after, resource, namespace, predicate)
+
+    def follow(
+        self, after: int, resource: str | None = None, namespace: str | None = None
+    ) -> SyncSubscription:
+        return SyncSubscription(self, after, resource, namespace)
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+class _Cursor:
+    """What both subscription flavours share: the cursor and the filtering."""
+
+    def __init__(
+        self,
+        hub: Hub,
+        after: int,
+        resource: str | None,
+        namespace: str | None,
+        predicate: Callable[[HubEvent], bool] | None = None,
+    ) -> None:
+        self.hub = hub
+        self.cursor = after
+        self.resource = resource
+        self.namespace = namespace
+        self.predicate = predicate
+        self.live = False  # caught up with the ring at least once
+
+    def _wanted(self, event: HubEvent) -> bool:
+        if self.resource is not None and event.resource != self.resource:
+            return False
+        if self.namespace is not None and event.namespace != self.namespace:
+            return False
+        return self.predicate is None or self.predicate(event)
+
+    def _take(self, batch: list[HubEvent], reached: int) -> list[HubEvent]:
+        wanted = [e for e in batch if e.revision > self.cursor and self._wanted(e)]
+        self.cursor = max(self.cursor, reached)
+        return wanted
+
+    def _from_ring(self) -> list[HubEvent] | None:
+        ring = self.hub.from_ring(self.cursor)
+        if ring is None:
+            if self.live:
+                raise TooSlow
+            return None
+        self.live = True
+        return self._take(*ring)
+
+
+class Subscription(_Cursor):
+    async def next_batch(self, timeout: float | None = None) -> list[HubEvent]:
+        """The next events after the cursor; [] when `timeout` passes with nothing new."""
+        deadline = None if timeout is None else asyncio.get_running_loop().time() + timeout
+        while True:
+            batch = self._from_ring()
+            if batch is None:
+                upto = self.hub.ring_from
+                batch = self._take(
+                    *await run_db(read_log, self.cursor, upto, self.resource, self.namespace)
+                )
+            if batch:
+                return batch
+            if self.cursor < self.hub.ring_from:
+                continue  # still catching up from the log
+            loop = asyncio.get_running_loop()
+            remaining = None if deadline is None else deadline - loop.time()
+            if remaining is not None and remaining <= 0:
+                return []
+            future: asyncio.Future[None] = loop.create_future()
+            if self.hub.add_waiter(self.cursor, future):
+                try:
+                    await asyncio.wait_for(future, remaining)
+                except TimeoutError:
+                    return []
+
+    async def __aenter__(self) -> Subscription:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None  # nothing is held: the hub keeps no per-watcher state
+
+    def __aiter__(self) -> AsyncIterator[HubEvent]:
+        return self._iterate()
+
+    async def _iterate(self) -> AsyncIterator[HubEvent]:
+        while True:
+            for event in await self.next_batch():
+                yield event
+
+
+class SyncSubscription(_Cursor):
+    """The blocking flavour, for threads such as the controller's."""
+
+    def next_batch(self, timeout: float = POLL_SECONDS) -> list[HubEvent]:
+        deadline = time.monotonic() + timeout
+        while True:
+            batch = self._from_ring()
+            if batch is None:
+                batch = self._take(
+                    *read_log(self.cursor, self.hub.ring_from, self.resource, self.namespace)
+                )
+            if batch:
+                return batch
+            if self.cursor < self.hub.ring_from:
+                continue
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return []
+            self.hub.wait_sync(self.cursor, remaining)
+
+
+_hub: Hub | None = None
+_hub_lock = threading.Lock()
+
+
+def get_hub() -> Hub:
+    """The process's hub, started on first use."""
+    global _hub
+    with _hub_lock:
+        if _hub is None:
+            hub = Hub()
+            hub.start()
+            _hub = hub
+        return _hub
+
+
+def shutdown() -> None:
+    """Stops the process's hub (tests; a new one starts on next use)."""
+    global _hub
+    with _hub_lock:
+        hub, _hub = _hub, None
+    if hub is not None:
+        hub.stop()
+
+
+@asynccontextmanager
+async def subscribe(
+    after: int,
+    resource: str | None = None,
+    namespace: str | None = None,
+    predicate: Callable[[HubEvent], bool] | None = None,
+) -> AsyncIterator[Subscription]:
+    """`async with hub.subscribe(after, key, ns) as events:` on the process's hub."""
+    hub = await sync_to_async(get_hub, thread_sensitive=False)()
+    yield Subscription(hub, after, resource, namespace, predicate)
