@@ -1,0 +1,162 @@
+"""Publishing: dry-run checks with causes at their lines, save, conflicts, delete, who may."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import yaml
+
+from runtimes.console.manifests import STARTER, line_of
+from runtimes.registry.kinds import TRAINING_RUNTIMES
+from runtimes.storage import store
+from tests.support.api import runtime_manifest
+from tests.support.console import client_for, put_runtime
+
+pytestmark = pytest.mark.django_db
+
+
+def test_it_offers_publishing_only_to_editors(actors: dict[str, Any]) -> None:
+    assert client_for(actors["bob"]).get("/publish").status_code == 403
+    assert client_for(actors["charlie"]).get("/publish").status_code == 403
+    page = client_for(actors["alice"]).get("/publish").content.decode()
+    assert '<option value="demo" selected>demo</option>' in page
+    assert 'value="nodus"' not in page
+
+
+def test_it_lets_platform_admins_publish_to_nodus(actors: dict[str, Any]) -> None:
+    from runtimes.storage.models import Project
+
+    Project.objects.get_or_create(name="nodus")
+    page = client_for(actors["root"]).get("/publish").content.decode()
+    assert '<option value="nodus"' in page
+
+
+def test_it_shows_each_cause_beside_its_line(actors: dict[str, Any]) -> None:
+    text = STARTER.replace("task: SFT", "task: Juggling")
+    body = (
+        client_for(actors["alice"])
+        .post("/publish/check", {"project": "demo", "manifest": text})
+        .content.decode()
+    )
+    line = text.splitlines().index("  task: Juggling") + 1
+    beside = f'>line {line}</button> <span class="field">spec.task</span>'
+    assert beside in body
+    assert "Unsupported value" in body
+    assert not store.list_objects(TRAINING_RUNTIMES, "demo")[0]  # a dry run stores nothing
+
+
+def test_it_reports_yaml_syntax_errors_with_their_line(actors: dict[str, Any]) -> None:
+    body = (
+        client_for(actors["alice"])
+        .post("/publish/check", {"project": "demo", "manifest": "spec:\n  task: [unclosed\n"})
+        .content.decode()
+    )
+    assert "not valid YAML" in body
+    assert "line 3" in body or "line 2" in body
+
+
+def test_it_accepts_a_valid_manifest_in_the_dry_run(actors: dict[str, Any]) -> None:
+    body = (
+        client_for(actors["alice"])
+        .post("/publish/check", {"project": "demo", "manifest": STARTER})
+        .content.decode()
+    )
+    assert "Valid: the server accepts this manifest (dry run)." in body
+
+
+def test_it_publishes_and_lands_on_the_status_tab(actors: dict[str, Any]) -> None:
+    response = client_for(actors["alice"]).post(
+        "/publish", {"project": "demo", "manifest": STARTER}
+    )
+    assert response.status_code == 302
+    assert response["Location"] == "/p/demo/runtimes/my-runtime/status"
+    stored = store.get(TRAINING_RUNTIMES, "demo", "my-runtime")
+    assert stored["status"]["phase"] == "Pending"
+
+
+def test_it_refuses_publishing_to_a_project_the_user_cannot_write(actors: dict[str, Any]) -> None:
+    from runtimes.storage.models import Project
+
+    Project.objects.get_or_create(name="nodus")
+    response = client_for(actors["alice"]).post(
+        "/publish", {"project": "nodus", "manifest": STARTER}
+    )
+    assert response.status_code == 200
+    assert b"you may not publish to project" in response.content
+    assert not store.list_objects(TRAINING_RUNTIMES, "nodus")[0]
+
+
+def test_it_diffs_an_edit_against_the_stored_version(actors: dict[str, Any]) -> None:
+    put_runtime("demo", runtime_manifest("edited"))
+    client = client_for(actors["alice"])
+    page = client.get("/p/demo/runtimes/edited/edit").content.decode()
+    assert "resourceVersion" in page
+    stored = store.get(TRAINING_RUNTIMES, "demo", "edited")
+    text = yaml.safe_dump({**stored, "spec": {**stored["spec"], "launcher": "Torchrun"}})
+    body = client.post(
+        "/publish/check",
+        {
+            "project": "demo",
+            "original": "edited",
+            "manifest": text,
+            "resourceVersion": stored["metadata"]["resourceVersion"],
+        },
+    ).content.decode()
+    assert '<span class="del">-  launcher: Plain</span>' in body
+    assert '<span class="add">+  launcher: Torchrun</span>' in body
+
+
+def test_it_saves_an_edit_and_offers_reapply_on_conflict(actors: dict[str, Any]) -> None:
+    put_runtime("demo", runtime_manifest("contested"))
+    client = client_for(actors["alice"])
+    stale = store.get(TRAINING_RUNTIMES, "demo", "contested")
+    rv = stale["metadata"]["resourceVersion"]
+
+    def someone_else(obj: dict[str, Any]) -> dict[str, Any]:
+        obj["spec"]["launcher"] = "Deepspeed"
+        return obj
+
+    store.mutate(TRAINING_RUNTIMES, "demo", "contested", someone_else)
+    mine = runtime_manifest("contested", launcher="Torchrun")
+    response = client.post(
+        "/p/demo/runtimes/contested/edit",
+        {"project": "demo", "manifest": yaml.safe_dump(mine), "resourceVersion": rv},
+    )
+    body = response.content.decode()
+    assert "Someone changed this runtime after you opened it" in body
+    assert "Re-apply my changes on the latest version" in body
+    latest = store.get(TRAINING_RUNTIMES, "demo", "contested")["metadata"]["resourceVersion"]
+    assert f'name="resourceVersion" value="{latest}"' in body
+    again = client.post(
+        "/p/demo/runtimes/contested/edit",
+        {"project": "demo", "manifest": yaml.safe_dump(mine), "resourceVersion": latest},
+    )
+    assert again.status_code == 302
+    assert store.get(TRAINING_RUNTIMES, "demo", "contested")["spec"]["launcher"] == "Torchrun"
+
+
+def test_it_deletes_after_confirmation(actors: dict[str, Any]) -> None:
+    put_runtime("demo", runtime_manifest("doomed"))
+    client = client_for(actors["alice"])
+    page = client.get("/p/demo/runtimes/doomed/delete")
+    assert b"cannot be undone" in page.content
+    assert store.get(TRAINING_RUNTIMES, "demo", "doomed")
+    rv = store.get(TRAINING_RUNTIMES, "demo", "doomed")["metadata"]["resourceVersion"]
+    response = client.post("/p/demo/runtimes/doomed/delete", {"resourceVersion": rv})
+    assert response["Location"] == "/"
+    assert not store.list_objects(TRAINING_RUNTIMES, "demo")[0]
+
+
+def test_it_keeps_viewers_out_of_edit_and_delete(actors: dict[str, Any]) -> None:
+    put_runtime("demo", runtime_manifest("kept"))
+    bob = client_for(actors["bob"])
+    assert bob.get("/p/demo/runtimes/kept/edit").status_code == 403
+    assert bob.post("/p/demo/runtimes/kept/delete").status_code == 404
+    assert store.get(TRAINING_RUNTIMES, "demo", "kept")
+
+
+def test_it_finds_the_line_of_nested_fields() -> None:
+    text = "spec:\n  presets:\n  - model: a\n    method: Full\n  - model: b\n    method: Bogus\n"
+    assert line_of(text, "spec.presets[1].method") == 6
+    assert line_of(text, "spec.presets[1].missing") == 5

@@ -1,0 +1,135 @@
+"""Fixtures shared by the console's view tests: runtimes in `demo` and the managed catalog."""
+
+from __future__ import annotations
+
+import copy
+from html import unescape
+from html.parser import HTMLParser
+from typing import Any
+
+import pytest
+from django.http import QueryDict
+from django.test import Client
+
+from runtimes.registry.kinds import TRAINING_RUNTIMES
+from runtimes.registry.seeding import MANAGED_CATALOG, load_manifests
+from runtimes.storage import store
+from runtimes.storage.models import Project
+from tests.support.api import runtime_manifest
+
+Obj = dict[str, Any]
+
+
+def put_runtime(namespace: str, manifest: Obj, phase: str | None = None) -> Obj:
+    """Creates a runtime and, like the controller would, sets its phase through /status."""
+    obj = store.create(TRAINING_RUNTIMES, namespace, manifest).object
+    if phase is None:
+        return obj
+
+    def change(current: Obj) -> Obj:
+        generation = current["metadata"]["generation"]
+        status = {**current.get("status", {}), "phase": phase, "observedGeneration": generation}
+        current["status"] = status
+        return current
+
+    name = obj["metadata"]["name"]
+    return store.mutate(TRAINING_RUNTIMES, namespace, name, change, subresource="status").object
+
+
+def managed_catalog() -> list[Obj]:
+    return [copy.deepcopy(m) for m in load_manifests(MANAGED_CATALOG)]
+
+
+@pytest.fixture
+def catalog_data(actors: dict[str, Any]) -> dict[str, Any]:
+    """alice's demo project holds two runtimes; the managed project holds the whole catalog."""
+    Project.objects.get_or_create(name="nodus")
+    Project.objects.get_or_create(name="secret")
+    for manifest in managed_catalog():
+        put_runtime("nodus", manifest, phase="Ready")
+    sft = runtime_manifest(
+        "sft-demo",
+        defaults={"resources": {"gpu": {"type": ["H100"], "count": 1}}},
+        estimate={"secondsPerStep": {"h100-80g": 0.5}},
+        presets=[
+            {
+                "model": "Qwen/Qwen3-0.6B",
+                "method": "LoRA",
+                "resources": {"gpu": {"type": ["H100"], "count": 1}},
+            }
+        ],
+    )
+    put_runtime("demo", sft, phase="Ready")
+    put_runtime("demo", runtime_manifest("eval-demo", task="Evaluate", modes=["Evaluate"]))
+    put_runtime("secret", runtime_manifest("hidden-runtime"))
+    return actors
+
+
+def client_for(user: Any) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+class _FormReader(HTMLParser):
+    """Collects what a browser would submit from the HTML of a form."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fields: list[tuple[str, str]] = []
+        self._select: str | None = None
+        self._select_first: str | None = None
+        self._select_chosen = False
+        self._textarea: str | None = None
+        self._text: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = {k: v or "" for k, v in attrs}
+        if tag == "input" and "name" in a and "disabled" not in a:
+            kind = a.get("type", "text")
+            if kind in ("checkbox", "radio") and "checked" not in a:
+                return
+            if kind in ("button", "submit"):
+                return
+            self.fields.append((a["name"], a.get("value", "on" if kind == "checkbox" else "")))
+        elif tag == "select" and "name" in a:
+            self._select, self._select_first, self._select_chosen = a["name"], None, False
+        elif tag == "option" and self._select is not None:
+            if self._select_first is None:
+                self._select_first = a.get("value", "")
+            if "selected" in a and not self._select_chosen:
+                self._select_chosen = True
+                self.fields.append((self._select, a.get("value", "")))
+        elif tag == "textarea" and "name" in a:
+            self._textarea, self._text = a["name"], []
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "select" and self._select is not None:
+            if not self._select_chosen and self._select_first is not None:
+                self.fields.append((self._select, self._select_first))
+            self._select = None
+        elif tag == "textarea" and self._textarea is not None:
+            self.fields.append((self._textarea, "".join(self._text).lstrip("\n")))
+            self._textarea = None
+
+    def handle_data(self, data: str) -> None:
+        if self._textarea is not None:
+            self._text.append(data)
+
+
+def form_fields(html: str, **changes: str | list[str] | None) -> QueryDict:
+    """The submission of `html`'s form, with some fields changed (None removes a field)."""
+    reader = _FormReader()
+    reader.feed(html)
+    data = QueryDict(mutable=True)
+    for name, value in reader.fields:
+        data.appendlist(name, unescape(value))
+    for name, value in changes.items():
+        name = name.replace("__", ".")
+        if value is None:
+            data.pop(name, None)
+        elif isinstance(value, list):
+            data.setlist(name, value)
+        else:
+            data[name] = value
+    return data

@@ -1,0 +1,213 @@
+"""The hub: replay from the log then the ring, order, no duplicates, slow watchers, compaction
+gaps, the after-commit wake-up of the process hub, and cross-process nudges over Redis."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from typing import Any
+
+import pytest
+from asgiref.sync import sync_to_async
+
+from runtimes.registry.resources import lookup
+from runtimes.storage import compaction, store
+from runtimes.watch import hub
+from runtimes.watch.hub import Hub, HubEvent, TooOld, TooSlow
+from tests.support.api import runtime_manifest
+
+
+@pytest.fixture
+def rt(actors: dict[str, Any]) -> Any:
+    return lookup("trainingruntimes")
+
+
+def fresh_hub(ring_size: int = 100) -> Hub:
+    """A hub driven by hand: no thread, `pull()` when the test says so."""
+    made = Hub(ring_size=ring_size)
+    made.last = made.ring_from = store.current_revision()
+    return made
+
+
+def touch(rt: Any, name: str, value: str) -> int:
+    def change(obj: dict[str, Any]) -> dict[str, Any]:
+        obj["metadata"].setdefault("annotations", {})["v"] = value
+        return obj
+
+    return int(store.mutate(rt, "demo", name, change).object["metadata"]["resourceVersion"])
+
+
+def revisions(events: list[HubEvent]) -> list[int]:
+    return [e.revision for e in events]
+
+
+@pytest.mark.django_db
+def test_it_replays_from_the_log_then_tails_the_ring(rt: Any) -> None:
+    before = store.current_revision()
+    store.create(rt, "demo", runtime_manifest("a"))
+    store.create(rt, "demo", runtime_manifest("b"))
+    made = fresh_hub()  # starts after those two: they are only in the log
+    written = [touch(rt, "a", str(i)) for i in range(3)]
+    made.pull()
+    follower = made.follow(before, rt.key)
+    seen = follower.next_batch(0) + follower.next_batch(0)
+    assert revisions(seen) == [before + 1, before + 2, *written]
+    assert [e.type for e in seen[:3]] == ["ADDED", "ADDED", "MODIFIED"]
+    assert seen[2].previous is not None
+    assert seen[2].previous["metadata"]["resourceVersion"] == str(before + 1)
+    assert follower.next_batch(0) == []
+
+
+@pytest.mark.django_db
+def test_it_never_repeats_or_reorders_while_the_ring_moves(rt: Any) -> None:
+    store.create(rt, "demo", runtime_manifest("a"))
+    made = fresh_hub(ring_size=8)
+    follower = made.follow(made.last, rt.key)
+    seen: list[HubEvent] = []
+    for round_ in range(5):
+        for i in range(3):
+            touch(rt, "a", f"{round_}-{i}")
+        made.pull()
+        seen += follower.next_batch(0)
+    assert revisions(seen) == list(range(seen[0].revision, seen[0].revision + 15))
+
+
+@pytest.mark.django_db
+def test_it_filters_by_resource_namespace_and_predicate(rt: Any) -> None:
+    from runtimes.storage.models import Project
+
+    Project.objects.get_or_create(name="other")
+    made = fresh_hub()
+    start = made.last
+    store.create(rt, "demo", runtime_manifest("a"))
+    store.create(rt, "other", runtime_manifest("b"))
+    store.create(rt, "demo", runtime_manifest("c"))
+    made.pull()
+    in_demo = made.follow(start, rt.key, "demo").next_batch(0)
+    assert [e.name for e in in_demo] == ["a", "c"]
+    assert made.follow(start, "accelerators.nodus.dev").next_batch(0) == []
+    only_c = made.subscribe(start, rt.key, predicate=lambda e: e.name == "c")
+    assert [e.name for e in asyncio.run(only_c.next_batch(0))] == ["c"]
+
+
+@pytest.mark.django_db
+def test_it_ends_a_watcher_that_falls_behind_the_ring(rt: Any) -> None:
+    store.create(rt, "demo", runtime_manifest("a"))
+    made = fresh_hub(ring_size=4)
+    slow = made.follow(made.last, rt.key)
+    assert slow.next_batch(0) == []  # caught up: from now on it must keep up
+    for i in range(12):
+        touch(rt, "a", str(i))
+    made.pull()
+    with pytest.raises(TooSlow):
+        slow.next_batch(0)
+    # A new watcher from the same point is a catch-up, served from the log.
+    again = made.follow(slow.cursor, rt.key)
+    assert len(again.next_batch(0)) == 8  # the log up to where the ring starts ...
+    assert len(again.next_batch(0)) == 4  # ... then the ring
+
+
+@pytest.mark.django_db
+def test_it_refuses_a_start_point_below_the_compaction_floor(rt: Any) -> None:
+    store.create(rt, "demo", runtime_manifest("a"))
+    old = store.current_revision()
+    for i in range(5):
+        touch(rt, "a", str(i))
+    made = fresh_hub()
+    compaction.compact(keep=2)
+    with pytest.raises(TooOld) as raised:
+        made.follow(old, rt.key).next_batch(0)
+    assert raised.value.revision == old
+    assert len(made.follow(store.current_revision() - 1, rt.key).next_batch(0)) == 1
+
+
+@pytest.mark.django_db
+def test_it_restarts_the_ring_after_a_compaction_gap(rt: Any) -> None:
+    store.create(rt, "demo", runtime_manifest("a"))
+    made = fresh_hub()
+    follower = made.follow(made.last, rt.key)
+    follower.next_batch(0)
+    for i in range(6):
+        touch(rt, "a", str(i))
+    compaction.compact(keep=2)  # the hub never read the first four
+    made.pull()
+    assert made.ring_from == store.current_revision() - 2
+    with pytest.raises(TooSlow):
+        follower.next_batch(0)
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+async def test_it_wakes_subscribers_after_a_commit_in_this_process(actors: Any) -> None:
+    rt = lookup("trainingruntimes")
+    hub.shutdown()
+    try:
+        start = await sync_to_async(store.current_revision)()
+        async with hub.subscribe(start, rt.key, "demo") as events:
+            created = await sync_to_async(store.create)(rt, "demo", runtime_manifest("woken"))
+            began = time.monotonic()
+            batch = await events.next_batch(5)
+            # Woken by the commit, not found by the once-a-second poll.
+            assert time.monotonic() - began < 0.9
+            assert [e.object for e in batch] == [created.object]
+            assert await events.next_batch(0.2) == []
+    finally:
+        hub.shutdown()
+
+
+def test_it_hands_out_one_hub_per_process_and_restarts_after_shutdown(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    started: list[Hub] = []
+    monkeypatch.setattr(Hub, "start", lambda self: started.append(self))
+    monkeypatch.setattr(Hub, "stop", lambda self: None)
+    hub.shutdown()
+    first = hub.get_hub()
+    assert hub.get_hub() is first
+    hub.shutdown()
+    assert hub.get_hub() is not first
+    assert len(started) == 2
+    hub.shutdown()
+
+
+@pytest.mark.services
+def test_it_nudges_other_processes_over_redis(settings: Any) -> None:
+    from runtimes.watch.nudge import Nudger
+
+    settings.CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": ["redis://127.0.0.1:6379/3"]},
+        }
+    }
+    heard: list[int] = []
+    got = threading.Event()
+
+    def on_nudge(revision: int) -> None:
+        heard.append(revision)
+        got.set()
+
+    sender, receiver = Nudger(lambda r: None), Nudger(on_nudge)
+    sender.start()
+    receiver.start()
+    try:
+        assert sender.enabled
+        deadline = time.monotonic() + 10
+        while not got.is_set() and time.monotonic() < deadline:
+            sender.note_local(41)  # until the receiver has joined the group
+            got.wait(0.3)
+        assert heard
+        assert heard[-1] == 41
+    finally:
+        sender.stop()
+        receiver.stop()
+
+
+async def test_it_ends_waiting_subscribers_when_the_hub_stops() -> None:
+    stopping = Hub(ring_size=4)
+    stopping.last = stopping.ring_from = 5  # no database needed: everything is in the ring
+    waiting = asyncio.create_task(stopping.subscribe(5).next_batch(10))
+    await asyncio.sleep(0.05)
+    stopping.stop()
+    with pytest.raises(TooSlow):
+        await asyncio.wait_for(waiting, 2)
