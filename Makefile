@@ -92,6 +92,7 @@ system-test-deps:
 lint: $(TEST_STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports
 
 typecheck: $(TEST_STAMP)
 	$(VENV)/bin/mypy runtimes nodus_console

@@ -27,7 +27,7 @@ def _signed_in_client() -> Client:
 
 @case("console")
 def console_pages(bench: Bench) -> Iterable[Comparison]:
-    from runtimes.registry.resources import lookup
+    from runtimes.registry.kinds import lookup
     from runtimes.storage import store
 
     server = bench.context["server"]

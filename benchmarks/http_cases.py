@@ -34,7 +34,7 @@ def manifest(name: str) -> dict[str, Any]:
 
 @case("http")
 def http_create_and_get(bench: Bench) -> Iterable[Comparison]:
-    from runtimes.registry.resources import lookup
+    from runtimes.registry.kinds import lookup
     from runtimes.storage import store
 
     server = bench.context["server"]

@@ -23,7 +23,8 @@ from typing import Any
 
 import orjson
 
-Obj = dict[str, Any]
+from runtimes.apimachinery.meta import Obj
+
 TARGET_BYTES = 4096
 BATCH = 1_000
 TEAMS = ("alignment", "pretraining", "evals", "platform", "research", "applied")
@@ -67,7 +68,7 @@ def _trimmed(manifest: Obj) -> Obj:
 def shapes(namespace: str) -> list[Obj]:
     """The managed catalog's runtimes, prepared by the store as a create would prepare them."""
     from runtimes.registry import seeding
-    from runtimes.registry.resources import lookup
+    from runtimes.registry.kinds import lookup
     from runtimes.storage import store
 
     rt = lookup("trainingruntimes")
@@ -101,7 +102,7 @@ def clone(shape: Obj, i: int, revision: int, when: str) -> Obj:
 def seed(count: int, namespace: str) -> dict[str, Any]:
     from django.db import transaction
 
-    from runtimes.registry.resources import lookup
+    from runtimes.registry.kinds import lookup
     from runtimes.storage.models import Event, RevisionCounter, StoredObject
 
     rt = lookup("trainingruntimes")

@@ -12,8 +12,6 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.contrib.auth.models import User as AccountUser
 from django.http import HttpRequest
 
-from runtimes.apimachinery import errors
-from runtimes.registry.resources import ResourceType
 from runtimes.storage.models import Membership, Project, Role
 
 MANAGED_PROJECT = "nodus"
@@ -86,26 +84,3 @@ def writable_projects(user: User) -> list[str]:
         .exclude(project_id=MANAGED_PROJECT)
         .values_list("project_id", flat=True)
     )
-
-
-def authorize(
-    user: User, verb: str, rt: ResourceType, namespace: str, name: str = "", subresource: str = ""
-) -> None:
-    if rt.read_only and verb not in READ_VERBS:
-        raise errors.ApiError(
-            "MethodNotAllowed",
-            f'{verb} is not supported on resources of kind "{rt.plural}.{rt.group}"',
-            {"name": name, "group": rt.group, "kind": rt.plural},
-            fix=f"{rt.kind} objects are read-only through the API; platform admins change the "
-            "catalog file and reload it.",
-        )
-    if not allowed(user, verb, namespace if rt.namespaced else ""):
-        raise errors.forbidden(
-            user.get_username() if user.is_authenticated else "system:anonymous",
-            verb,
-            rt.plural,
-            rt.group,
-            namespace if rt.namespaced else "",
-            name,
-            subresource,
-        )

@@ -12,7 +12,8 @@ from runtimes.api import media
 from runtimes.api.options import WriteOptions, write_options
 from runtimes.api.patching import manager_name
 from runtimes.apimachinery import errors
-from runtimes.registry.resources import ResourceType, lookup
+from runtimes.registry.kinds import lookup
+from runtimes.registry.resources import ResourceType
 from runtimes.storage import store
 
 

@@ -13,11 +13,11 @@ from typing import Any
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from runtimes.accounts import access
 from runtimes.api.base import KubeView, respond
 from runtimes.apimachinery import errors
 from runtimes.catalog.accelerators import catalog
 from runtimes.catalog.compile import compile_job
+from runtimes.registry import authorization
 from runtimes.storage import store
 
 # The draft is the spec of a TrainingJob-to-be; errors name that kind, as its create would.
@@ -28,7 +28,7 @@ class CompileView(KubeView):
     def post(self, request: Request, plural: str, namespace: str, name: str) -> Response:
         if self.rt.plural != "trainingruntimes":
             raise errors.ApiError("NotFound", "the server could not find the requested resource")
-        access.authorize(request.user, "get", self.rt, namespace, name)
+        authorization.authorize(request.user, "get", self.rt, namespace, name)
         draft = self.body_object(request)
         try:
             runtime = store.get(self.rt, namespace, name)

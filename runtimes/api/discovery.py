@@ -18,12 +18,11 @@ from rest_framework.response import Response
 from runtimes.api import media
 from runtimes.api.base import KubeView, respond
 from runtimes.apimachinery import errors
-from runtimes.registry.resources import ResourceType, all_kinds
+from runtimes.apimachinery.meta import API_VERSION, GROUP, VERSION
+from runtimes.registry.kinds import all_kinds
+from runtimes.registry.resources import ResourceType
 from runtimes.storage.models import Project
 
-GROUP = "nodus.dev"
-VERSION = "v1beta1"
-GROUP_VERSION = f"{GROUP}/{VERSION}"
 SERVER_VERSION = {"major": "1", "minor": "35", "gitVersion": "v1.35.0-nodus"}
 
 
@@ -65,13 +64,13 @@ def api_resource_list() -> dict[str, Any]:
     return {
         "kind": "APIResourceList",
         "apiVersion": "v1",
-        "groupVersion": GROUP_VERSION,
+        "groupVersion": API_VERSION,
         "resources": resources,
     }
 
 
 def _group_version() -> dict[str, str]:
-    return {"groupVersion": GROUP_VERSION, "version": VERSION}
+    return {"groupVersion": API_VERSION, "version": VERSION}
 
 
 def api_group() -> dict[str, Any]:

@@ -29,10 +29,10 @@ from runtimes.api.listoptions import (
     selection,
 )
 from runtimes.apimachinery import errors
+from runtimes.apimachinery.meta import Obj
 from runtimes.registry.resources import ResourceType
 from runtimes.storage import snapshots, store
 
-Obj = dict[str, Any]
 Key = tuple[str, str]
 
 # How long a read naming a resourceVersion ahead of the store waits for it (kube: 3 s).

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from runtimes.apimachinery import errors
 from runtimes.apimachinery.fielderrors import FieldError, forbidden, not_supported
+from runtimes.apimachinery.meta import Obj
 from runtimes.apimachinery.selectors import (
     FieldSelector,
     LabelSelector,
@@ -24,7 +24,6 @@ from runtimes.apimachinery.selectors import (
 )
 from runtimes.registry.resources import ResourceType
 
-Obj = dict[str, Any]
 EXACT = "Exact"
 NOT_OLDER_THAN = "NotOlderThan"
 INCLUDE_OBJECT = ("None", "Metadata", "Object")

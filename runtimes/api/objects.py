@@ -7,11 +7,11 @@ from typing import Any
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from runtimes.accounts import access
 from runtimes.api import listing, media, patching
 from runtimes.api.base import KubeView, respond
 from runtimes.api.options import delete_options
 from runtimes.apimachinery import errors
+from runtimes.registry import authorization
 from runtimes.storage import store
 
 
@@ -36,10 +36,10 @@ class CollectionView(KubeView):
     def get(self, request: Request, plural: str, namespace: str | None = None) -> Response:
         access_ns = namespace or ""
         if namespace is not None:
-            access.authorize(request.user, "list", self.rt, access_ns)
+            authorization.authorize(request.user, "list", self.rt, access_ns)
             store.ensure_namespace(self.rt, namespace)
         elif not self.rt.namespaced or not request.user.is_authenticated:
-            access.authorize(request.user, "list", self.rt, "")
+            authorization.authorize(request.user, "list", self.rt, "")
         return listing.list_response(self, request, namespace)
 
     def post(self, request: Request, plural: str, namespace: str | None = None) -> Response:
@@ -51,7 +51,7 @@ class CollectionView(KubeView):
                 fix="Create in a project: POST to /apis/nodus.dev/v1beta1/namespaces/PROJECT/"
                 f"{self.rt.plural} (`kubectl create -n PROJECT -f ...`).",
             )
-        access.authorize(request.user, "create", self.rt, namespace or "")
+        authorization.authorize(request.user, "create", self.rt, namespace or "")
         body = self.body_object(request)
         self.check_identity(body, namespace)
         options, decoding, manager = self.write_context(request, "CreateOptions")
@@ -66,7 +66,7 @@ class CollectionView(KubeView):
         return respond(result.object, 201, decoding + result.warnings)
 
     def delete(self, request: Request, plural: str, namespace: str | None = None) -> Response:
-        access.authorize(request.user, "deletecollection", self.rt, namespace or "")
+        authorization.authorize(request.user, "deletecollection", self.rt, namespace or "")
         options = delete_options(request.query_params, request.data)
         objects = listing.select(self, request, namespace)
         gone = []
@@ -111,7 +111,7 @@ class ItemView(KubeView):
     def get(
         self, request: Request, plural: str, name: str, namespace: str | None = None
     ) -> Response:
-        access.authorize(
+        authorization.authorize(
             request.user, "get", self.rt, self._namespace(namespace), name, self.subresource
         )
         obj = self._get_or_explain(namespace, name)
@@ -129,7 +129,7 @@ class ItemView(KubeView):
         self, request: Request, plural: str, name: str, namespace: str | None = None
     ) -> Response:
         self._check_content_type(request, (media.JSON, media.YAML))
-        access.authorize(
+        authorization.authorize(
             request.user, "update", self.rt, self._namespace(namespace), name, self.subresource
         )
         body = self.body_object(request)
@@ -152,7 +152,7 @@ class ItemView(KubeView):
         self, request: Request, plural: str, name: str, namespace: str | None = None
     ) -> Response:
         content_type = self._check_content_type(request, media.PATCH_TYPES)
-        access.authorize(
+        authorization.authorize(
             request.user, "patch", self.rt, self._namespace(namespace), name, self.subresource
         )
         apply = content_type == media.APPLY_PATCH
@@ -173,7 +173,9 @@ class ItemView(KubeView):
                 current = None
             if current is None:
                 # Apply creates what does not exist yet (kube: forceAllowCreate).
-                access.authorize(request.user, "create", self.rt, self._namespace(namespace), name)
+                authorization.authorize(
+                    request.user, "create", self.rt, self._namespace(namespace), name
+                )
                 applied = change({})
                 applied.setdefault("metadata", {}).setdefault("name", name)
                 result = store.create(
@@ -216,7 +218,7 @@ class ItemView(KubeView):
                 f'delete is not supported on resources of kind "{self.rt.plural}/{self.subresource}'
                 f'.{self.rt.group}"',
             )
-        access.authorize(request.user, "delete", self.rt, self._namespace(namespace), name)
+        authorization.authorize(request.user, "delete", self.rt, self._namespace(namespace), name)
         options = delete_options(request.query_params, request.data)
         self._get_or_explain(namespace, name)
         result = store.delete(

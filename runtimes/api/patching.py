@@ -13,10 +13,9 @@ from typing import Any
 from runtimes.api import media
 from runtimes.apimachinery import errors, managedfields, patches
 from runtimes.apimachinery.fielderrors import FieldError
+from runtimes.apimachinery.meta import Obj
 from runtimes.apimachinery.objectmeta import now_timestamp
 from runtimes.registry.resources import ResourceType
-
-Obj = dict[str, Any]
 
 
 def manager_name(field_manager: str, user_agent: str) -> str:

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import UTC, datetime
-from typing import Any
 
+from runtimes.apimachinery.meta import Obj
 from runtimes.registry.resources import ResourceType
-
-Obj = dict[str, Any]
 
 NAME_COLUMN = {
     "name": "Name",

@@ -10,8 +10,9 @@ from django.urls import path, re_path
 from django.views.decorators.csrf import csrf_exempt
 
 from runtimes.api import compile_view, discovery, health_views, objects, openapi_views
+from runtimes.apimachinery.meta import API_VERSION, GROUP
 
-GV = "apis/nodus.dev/v1beta1"
+GV = f"apis/{API_VERSION}"
 
 _collection = objects.CollectionView.as_view()
 _item = objects.ItemView.as_view()
@@ -38,7 +39,7 @@ urlpatterns = [
     path("api", discovery.CoreDiscoveryView.as_view()),
     path("api/v1/namespaces/<str:name>", discovery.NamespaceView.as_view()),
     path("apis", discovery.GroupsDiscoveryView.as_view()),
-    path("apis/nodus.dev", discovery.GroupView.as_view()),
+    path(f"apis/{GROUP}", discovery.GroupView.as_view()),
     path(GV, discovery.GroupVersionView.as_view()),
     path(f"{GV}/namespaces/<str:namespace>/<str:plural>", collection),
     path(f"{GV}/namespaces/<str:namespace>/<str:plural>/<str:name>", _item),

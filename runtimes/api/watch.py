@@ -23,7 +23,7 @@ from runtimes.api import media, metrics
 from runtimes.api.status import status_response
 from runtimes.api.watchstream import WatchPlan, plan_watch, watch_events
 from runtimes.apimachinery import errors
-from runtimes.registry.resources import lookup
+from runtimes.registry.kinds import lookup
 from runtimes.watch.hub import run_db
 
 log = logging.getLogger("nodus.watch")

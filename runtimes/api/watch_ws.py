@@ -30,7 +30,7 @@ from runtimes.accounts.origin import same_origin
 from runtimes.accounts.tokens import user_for
 from runtimes.api.watchstream import WatchPlan, plan_watch, watch_events
 from runtimes.apimachinery import errors
-from runtimes.registry.resources import lookup
+from runtimes.registry.kinds import lookup
 from runtimes.watch.hub import run_db
 
 log = logging.getLogger("nodus.watch")

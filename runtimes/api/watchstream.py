@@ -20,16 +20,16 @@ from typing import Any
 
 from django.conf import settings
 
-from runtimes.accounts import access
 from runtimes.api import tables
 from runtimes.api.listing import list_page, readable_namespaces, wait_for_revision
 from runtimes.api.listoptions import ListOptions, Selection, parse_list_options
 from runtimes.apimachinery import errors
+from runtimes.apimachinery.meta import Obj
+from runtimes.registry import authorization
 from runtimes.registry.resources import ResourceType
 from runtimes.storage import compaction, store
 from runtimes.watch import hub
 
-Obj = dict[str, Any]
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 # kube-apiserver sends a bookmark about once a minute.
 BOOKMARK_SECONDS = 60.0
@@ -66,7 +66,7 @@ def plan_watch(
     table_version: str | None = None,
 ) -> WatchPlan:
     """Checks and resolves a watch request (sync: it reads the database)."""
-    access.authorize(user, "watch", rt, namespace or "")
+    authorization.authorize(user, "watch", rt, namespace or "")
     if namespace is not None:
         store.ensure_namespace(rt, namespace)
     opts = parse_list_options(rt, query, readable_namespaces(rt, user, namespace), watch=True)

@@ -8,12 +8,10 @@ from __future__ import annotations
 
 import secrets
 from datetime import UTC, datetime
-from typing import Any
 
 from runtimes.apimachinery import metadata_rules
 from runtimes.apimachinery.fielderrors import FieldError, forbidden, invalid, required
-
-Obj = dict[str, Any]
+from runtimes.apimachinery.meta import Obj
 
 # apimachinery util/rand: consonants and digits that cannot spell words.
 _NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"

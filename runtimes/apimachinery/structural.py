@@ -12,7 +12,7 @@ from typing import Any
 from runtimes.apimachinery import fielderrors as fe
 from runtimes.apimachinery.fielderrors import FieldError
 from runtimes.apimachinery.formats import check_format
-from runtimes.registry.trainingruntime.schema import Field, child_path
+from runtimes.apimachinery.schema_nodes import Field, child_path
 
 _NOUNS = {
     "object": "objects",

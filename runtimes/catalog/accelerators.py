@@ -18,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from runtimes.apimachinery.meta import API_VERSION, GROUP, VERSION
 from runtimes.apimachinery.quantities import parse_quantity
 
 ACCELERATORS_FILE_ENV = "NODUS_ACCELERATORS_FILE"
@@ -25,10 +26,9 @@ DEFAULT_ACCELERATORS_FILE = Path(__file__).resolve().parents[1] / "data" / "acce
 GPU_COUNTS = (1, 2, 4, 8)
 INTERCONNECTS = ("NVLink", "PCIe", "InfinityFabric")
 
-API_VERSION = "nodus.dev/v1beta1"
 ACCELERATOR_RESOURCE: dict[str, Any] = {
-    "group": "nodus.dev",
-    "version": "v1beta1",
+    "group": GROUP,
+    "version": VERSION,
     "kind": "Accelerator",
     "plural": "accelerators",
     "singular": "accelerator",

@@ -15,13 +15,12 @@ from django.shortcuts import render
 from django.views.decorators.vary import vary_on_headers
 
 from runtimes.accounts import access
+from runtimes.apimachinery.meta import Obj
 from runtimes.catalog.accelerators import catalog as accelerator_catalog
 from runtimes.console.filters import PAGE_SIZE, SORTS, RuntimeFilterSet, facets, sorted_rows
 from runtimes.console.summaries import summarize
 from runtimes.registry.kinds import TRAINING_RUNTIMES
 from runtimes.storage import store
-
-Obj = dict[str, Any]
 
 
 def readable_runtimes(user: Any) -> tuple[list[Obj], int]:

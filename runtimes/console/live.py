@@ -15,11 +15,10 @@ from django.http import QueryDict
 from django.template.loader import render_to_string
 
 from runtimes.accounts import access
+from runtimes.apimachinery.meta import Obj
 from runtimes.console.filters import RuntimeFilterSet
 from runtimes.console.summaries import RuntimeSummary, summarize
 from runtimes.watch.hub import HubEvent
-
-Obj = dict[str, Any]
 
 
 @dataclass

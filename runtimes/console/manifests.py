@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass
-from typing import Any
 
 import yaml
 
+from runtimes.apimachinery.meta import API_VERSION, Obj
 from runtimes.registry.trainingruntime.schema import path_segments
 
-Obj = dict[str, Any]
 SERVER_METADATA = (
     "uid",
     "resourceVersion",
@@ -108,7 +107,7 @@ def diff(old: Obj, new: Obj) -> list[DiffLine]:
     return lines
 
 
-STARTER = """apiVersion: nodus.dev/v1beta1
+STARTER = """apiVersion: {api_version}
 kind: TrainingRuntime
 metadata:
   name: my-runtime
@@ -125,4 +124,4 @@ spec:
   defaults:
     resources:
       gpu: {{type: [L40S, A100], count: 1}}
-""".format(digest="0" * 64)
+""".format(api_version=API_VERSION, digest="0" * 64)

@@ -21,6 +21,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from runtimes.accounts.kubeconfig import default_project
+from runtimes.apimachinery.meta import API_VERSION, Obj
 from runtimes.catalog.accelerators import catalog
 from runtimes.catalog.compile import compile_job
 from runtimes.console.forms import schema_form
@@ -29,7 +30,6 @@ from runtimes.console.runtime import load, page_context
 from runtimes.console.summaries import human_duration
 from runtimes.registry.trainingruntime import schema
 
-Obj = dict[str, Any]
 JOB_TEXT_FIELDS = ("quantization", "data", "teacher", "environment", "accelerator")
 
 
@@ -61,7 +61,7 @@ def job_context(request: HttpRequest, obj: Obj, form: SchemaForm, data: Any) -> 
     if form.changed:
         job_spec["parameters"] = form.changed
     manifest = {
-        "apiVersion": schema.API_VERSION,
+        "apiVersion": API_VERSION,
         "kind": "TrainingJob",
         "metadata": {
             "generateName": f"{meta['name']}-",
@@ -72,7 +72,7 @@ def job_context(request: HttpRequest, obj: Obj, form: SchemaForm, data: Any) -> 
     manifest_text = yaml.safe_dump(manifest, sort_keys=False, allow_unicode=True)
     compile_body = {**draft, "parameters": form.changed}
     compile_path = (
-        f"/apis/{schema.API_VERSION}/namespaces/{meta['namespace']}/trainingruntimes/"
+        f"/apis/{API_VERSION}/namespaces/{meta['namespace']}/trainingruntimes/"
         f"{meta['name']}/compile"
     )
     server = request.build_absolute_uri("/").rstrip("/")

@@ -19,12 +19,11 @@ from django.views.decorators.http import require_POST
 
 from runtimes.accounts import access
 from runtimes.apimachinery import errors
+from runtimes.apimachinery.meta import Obj
 from runtimes.console import manifests
 from runtimes.console.runtime import load
 from runtimes.registry.kinds import TRAINING_RUNTIMES
 from runtimes.storage import store
-
-Obj = dict[str, Any]
 
 
 @dataclass(frozen=True)

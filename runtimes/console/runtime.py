@@ -20,6 +20,7 @@ from django.views.decorators.vary import vary_on_headers
 
 from runtimes.accounts import access
 from runtimes.apimachinery import errors
+from runtimes.apimachinery.meta import Obj
 from runtimes.catalog.accelerators import catalog
 from runtimes.catalog.compile import REQUIREMENTS
 from runtimes.catalog.estimates import SCALED_PARAMETERS, estimate
@@ -30,7 +31,6 @@ from runtimes.console.summaries import human_duration, summarize
 from runtimes.registry.kinds import TRAINING_RUNTIMES
 from runtimes.storage import store
 
-Obj = dict[str, Any]
 TABS = (
     ("overview", "Overview"),
     ("presets", "Presets"),

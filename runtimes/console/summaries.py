@@ -7,12 +7,11 @@ the facet counts and the websocket pushes all agree on the same values.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
+from runtimes.apimachinery.meta import Obj
 from runtimes.catalog.accelerators import AcceleratorCatalog, catalog
 from runtimes.catalog.matching import match_gpu
 
-Obj = dict[str, Any]
 DESCRIPTION = "nodus.dev/description"  # the annotation the catalog shows under a runtime's name
 
 

@@ -17,22 +17,22 @@ import copy
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from runtimes.accounts.access import MANAGED_PROJECT
 from runtimes.apimachinery import errors
+from runtimes.apimachinery.meta import Obj
 from runtimes.apimachinery.objectmeta import now_timestamp
 from runtimes.controller.inspection import inspect
 from runtimes.controller.oci.errors import ImageError, Transient
 from runtimes.controller.oci.reference import parse_reference
 from runtimes.controller.oci.sources import ImageSources
 from runtimes.controller.signing.cosign import TrustedKey
-from runtimes.registry.resources import ResourceType, lookup
+from runtimes.registry.kinds import lookup
+from runtimes.registry.resources import ResourceType
 from runtimes.storage import store
 
 log = logging.getLogger("nodus.controller")
 
-Obj = dict[str, Any]
 VERIFIED = "Verified"
 SIGNATURE_VERIFIED = "SignatureVerified"
 DIGEST_RESOLVED = "DigestResolved"

@@ -13,9 +13,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from runtimes.accounts.access import MANAGED_PROJECT
+from runtimes.apimachinery.meta import Obj
 from runtimes.controller.oci.builder import build_image
 from runtimes.controller.oci.errors import ImageNotFound, SignatureInvalid, SignatureMissing
 from runtimes.controller.oci.images import FetchedManifest, ResolvedImage
@@ -35,8 +35,6 @@ from runtimes.controller.signing.cosign import (
 SEED_REGISTRY = "registry.nodus.dev"
 IMAGE_USER_ANNOTATION = "nodus.dev/image-user"
 KEY_NAME = "cosign"
-
-Obj = dict[str, Any]
 
 
 @dataclass(frozen=True)

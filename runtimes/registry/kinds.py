@@ -4,17 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from runtimes.apimachinery.meta import GROUP, VERSION
 from runtimes.apimachinery.schema_nodes import list_map_keys
 from runtimes.catalog.accelerators import accelerator_table_row
-from runtimes.registry.resources import ResourceType, register
+from runtimes.registry.resources import REGISTRY, ResourceType, register
 from runtimes.registry.strategy import Strategy
 from runtimes.registry.trainingruntime import schema
 from runtimes.registry.trainingruntime import strategy as trainingruntime
 
 TRAINING_RUNTIMES = register(
     ResourceType(
-        group="nodus.dev",
-        version="v1beta1",
+        group=GROUP,
+        version=VERSION,
         kind="TrainingRuntime",
         plural="trainingruntimes",
         singular="trainingruntime",
@@ -37,8 +38,8 @@ def _accelerator_cell(index: int) -> Any:
 
 ACCELERATORS = register(
     ResourceType(
-        group="nodus.dev",
-        version="v1beta1",
+        group=GROUP,
+        version=VERSION,
         kind="Accelerator",
         plural="accelerators",
         singular="accelerator",
@@ -62,3 +63,11 @@ ACCELERATORS = register(
         ),
     )
 )
+
+
+def lookup(plural: str) -> ResourceType | None:
+    return REGISTRY.get(plural)
+
+
+def all_kinds() -> list[ResourceType]:
+    return list(REGISTRY.values())

@@ -16,7 +16,8 @@ from typing import Any
 
 import orjson
 
-from runtimes.apimachinery.openapi_schemas import (
+from runtimes.apimachinery.meta import API_VERSION, GROUP, VERSION
+from runtimes.registry.openapi_schemas import (
     GVK,
     META,
     RUNTIME,
@@ -24,7 +25,7 @@ from runtimes.apimachinery.openapi_schemas import (
     component_schemas,
     ref,
 )
-from runtimes.registry.trainingruntime.schema import API_VERSION, GROUP, KIND, PLURAL, VERSION
+from runtimes.registry.trainingruntime.schema import KIND, PLURAL
 
 Operation = dict[str, Any]
 GV_PATH = f"apis/{GROUP}/{VERSION}"

@@ -56,15 +56,3 @@ REGISTRY: dict[str, ResourceType] = {}
 def register(rt: ResourceType) -> ResourceType:
     REGISTRY[rt.plural] = rt
     return rt
-
-
-def lookup(plural: str) -> ResourceType | None:
-    from runtimes.registry import kinds  # noqa: F401  (registers the kinds on first use)
-
-    return REGISTRY.get(plural)
-
-
-def all_kinds() -> list[ResourceType]:
-    from runtimes.registry import kinds  # noqa: F401
-
-    return list(REGISTRY.values())

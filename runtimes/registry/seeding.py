@@ -12,11 +12,12 @@ from typing import Any
 import yaml
 
 from runtimes.apimachinery import errors
+from runtimes.apimachinery.meta import Obj
 from runtimes.catalog.accelerators import accelerator_objects
-from runtimes.registry.resources import ResourceType, lookup
+from runtimes.registry.kinds import lookup
+from runtimes.registry.resources import ResourceType
 from runtimes.storage import store
 
-Obj = dict[str, Any]
 DATA = Path(__file__).resolve().parents[1] / "data"
 MANAGED_CATALOG = DATA / "managed-catalog.yaml"
 EXAMPLES = DATA / "examples.yaml"

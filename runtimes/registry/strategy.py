@@ -8,11 +8,9 @@ the old status, the status strategy keeps the old spec and metadata. Kinds subcl
 from __future__ import annotations
 
 import copy
-from typing import Any
 
 from runtimes.apimachinery.fielderrors import FieldError
-
-Obj = dict[str, Any]
+from runtimes.apimachinery.meta import Obj
 
 
 class Strategy:

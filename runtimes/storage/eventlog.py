@@ -15,10 +15,10 @@ import orjson
 from asgiref.sync import sync_to_async
 from django.db import close_old_connections, connection
 
+from runtimes.apimachinery.meta import Obj
 from runtimes.storage import compaction
 from runtimes.storage.models import Event, RevisionCounter
 
-Obj = dict[str, Any]
 LOG_BATCH = 1_000
 
 

@@ -22,10 +22,10 @@ import orjson
 from django.db import connection
 from django.db.models.functions import Length
 
+from runtimes.apimachinery.meta import Obj
 from runtimes.storage import compaction
 from runtimes.storage.models import Event, RevisionCounter, StoredObject
 
-Obj = dict[str, Any]
 Key = tuple[str, str]
 # Above this many keys of one namespace, bodies are read by scanning it rather than by name.
 WHOLE_NAMESPACE = 2_000

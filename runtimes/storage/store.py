@@ -18,6 +18,7 @@ import orjson
 from django.db import connection, transaction
 
 from runtimes.apimachinery import errors
+from runtimes.apimachinery.meta import Obj
 from runtimes.apimachinery.objectmeta import (
     canonical,
     check_immutable,
@@ -27,12 +28,9 @@ from runtimes.apimachinery.objectmeta import (
     spec_changed,
     unchanged,
 )
-from runtimes.registry.resources import ResourceType
-from runtimes.registry.strategy import Strategy
 from runtimes.storage import events
+from runtimes.storage.kinds import StoredKind, WriteStrategy
 from runtimes.storage.models import Project, RevisionCounter, StoredObject
-
-Obj = dict[str, Any]
 
 FIELD_VALIDATION = ("Ignore", "Warn", "Strict")
 
@@ -65,16 +63,16 @@ def current_revision() -> int:
     return int(RevisionCounter.objects.values_list("value", flat=True).get(pk=1))
 
 
-def _ns(rt: ResourceType, namespace: str | None) -> str:
+def _ns(rt: StoredKind, namespace: str | None) -> str:
     return (namespace or "") if rt.namespaced else ""
 
 
-def ensure_namespace(rt: ResourceType, namespace: str) -> None:
+def ensure_namespace(rt: StoredKind, namespace: str) -> None:
     if rt.namespaced and not Project.objects.filter(name=namespace).exists():
         raise errors.namespace_not_found(namespace)
 
 
-def get(rt: ResourceType, namespace: str | None, name: str) -> Obj:
+def get(rt: StoredKind, namespace: str | None, name: str) -> Obj:
     row = (
         StoredObject.objects.filter(resource=rt.key, namespace=_ns(rt, namespace), name=name)
         .values_list("body", flat=True)
@@ -85,7 +83,7 @@ def get(rt: ResourceType, namespace: str | None, name: str) -> Obj:
     return loads(row)
 
 
-def list_objects(rt: ResourceType, namespace: str | None = None) -> tuple[list[Obj], int]:
+def list_objects(rt: StoredKind, namespace: str | None = None) -> tuple[list[Obj], int]:
     """All objects of a kind (in one namespace, or all) and the revision they are current at.
 
     One statement reads both the counter and the rows, so the pair is one consistent snapshot on
@@ -111,7 +109,7 @@ def list_objects(rt: ResourceType, namespace: str | None = None) -> tuple[list[O
 
 
 def _apply_field_validation(
-    strategy: Strategy, obj: Obj, field_validation: str, warnings: list[str]
+    strategy: WriteStrategy, obj: Obj, field_validation: str, warnings: list[str]
 ) -> None:
     unknown = strategy.unknown_fields(obj)
     if not unknown:
@@ -127,14 +125,14 @@ def _apply_field_validation(
     strategy.prune_unknown(obj)
 
 
-def _validate(rt: ResourceType, strategy: Strategy, obj: Obj, old: Obj | None) -> None:
+def _validate(rt: StoredKind, strategy: WriteStrategy, obj: Obj, old: Obj | None) -> None:
     problems = metadata_errors(obj, rt.namespaced, old) + strategy.validate(obj, old)
     if problems:
         raise errors.invalid(rt.kind, rt.group, obj["metadata"].get("name", ""), problems)
 
 
 def _prepare_create(
-    rt: ResourceType, namespace: str, body: Obj, field_validation: str
+    rt: StoredKind, namespace: str, body: Obj, field_validation: str
 ) -> tuple[Obj, list[str]]:
     obj = copy.deepcopy(body)
     meta = obj.setdefault("metadata", {})
@@ -169,7 +167,7 @@ def _prepare_create(
 
 
 def create(
-    rt: ResourceType,
+    rt: StoredKind,
     namespace: str | None,
     body: Obj,
     *,
@@ -206,12 +204,12 @@ def create(
     )
 
 
-def _exists(rt: ResourceType, ns: str, name: str) -> bool:
+def _exists(rt: StoredKind, ns: str, name: str) -> bool:
     return StoredObject.objects.filter(resource=rt.key, namespace=ns, name=name).exists()
 
 
 def _prepare_update(
-    rt: ResourceType, strategy: Strategy, old: Obj, body: Obj, field_validation: str
+    rt: StoredKind, strategy: WriteStrategy, old: Obj, body: Obj, field_validation: str
 ) -> tuple[Obj, list[str]]:
     new = copy.deepcopy(body)
     new["apiVersion"], new["kind"] = rt.api_version, rt.kind
@@ -248,7 +246,7 @@ def _prepare_update(
 
 
 def update(
-    rt: ResourceType,
+    rt: StoredKind,
     namespace: str | None,
     name: str,
     body: Obj,
@@ -291,7 +289,7 @@ def _rv_required() -> Any:
 
 
 def mutate(
-    rt: ResourceType,
+    rt: StoredKind,
     namespace: str | None,
     name: str,
     change: Callable[[Obj], Obj],
@@ -354,7 +352,7 @@ def mutate(
 
 
 def delete(
-    rt: ResourceType,
+    rt: StoredKind,
     namespace: str | None,
     name: str,
     *,
@@ -408,7 +406,7 @@ def delete(
 
 
 def _commit(
-    rt: ResourceType,
+    rt: StoredKind,
     ns: str,
     name: str,
     expected: int | None,

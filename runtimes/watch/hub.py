@@ -27,7 +27,6 @@ import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
@@ -62,7 +61,6 @@ __all__ = [
     "subscribe",
 ]
 
-Obj = dict[str, Any]
 POLL_SECONDS = 1.0
 PULL_BATCH = 1_000
 FLOOR_REFRESH_SECONDS = 30.0

@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 import pytest
 
-from runtimes.registry.resources import lookup
+from runtimes.registry.kinds import lookup
 from runtimes.storage import store
 from runtimes.storage.models import Event, Project, RevisionCounter
 from tests.support.api import GV, ApiClient, runtime_manifest

@@ -16,7 +16,7 @@ import yaml
 
 from runtimes.api import watchstream
 from runtimes.api.listoptions import selection
-from runtimes.registry.resources import lookup
+from runtimes.registry.kinds import lookup
 from runtimes.storage import store
 from runtimes.storage.models import Event, StoredObject
 from runtimes.watch.hub import HubEvent

@@ -11,7 +11,7 @@ import orjson
 import pytest
 
 from runtimes.api import listing
-from runtimes.registry.resources import lookup
+from runtimes.registry.kinds import lookup
 from runtimes.storage import compaction, store
 from runtimes.storage.models import Project
 from tests.support.api import GV, ApiClient, runtime_manifest

@@ -13,7 +13,7 @@ import pytest
 
 from runtimes.api import watchstream
 from runtimes.api.listoptions import ListOptions, selection
-from runtimes.registry.resources import lookup
+from runtimes.registry.kinds import lookup
 from runtimes.watch import hub as hub_module
 from runtimes.watch.hub import Hub, HubEvent
 

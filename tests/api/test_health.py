@@ -10,7 +10,7 @@ import pytest
 from django.test import Client
 
 from runtimes.api import health
-from runtimes.registry.resources import lookup
+from runtimes.registry.kinds import lookup
 from runtimes.storage import store
 from tests.support.api import runtime_manifest
 from tests.support.registry import free_port

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from runtimes.registry.resources import lookup
+from runtimes.registry.kinds import lookup
 from runtimes.storage import compaction, snapshots, store
 from runtimes.storage.models import Event, RevisionCounter
 from tests.support.api import runtime_manifest

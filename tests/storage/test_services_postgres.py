@@ -34,7 +34,7 @@ django.setup()
 from django.core.management import call_command
 from runtimes.storage import store
 from runtimes.storage.models import Project
-from runtimes.registry.resources import lookup
+from runtimes.registry.kinds import lookup
 import json
 call_command("migrate", interactive=False, verbosity=0)
 Project.objects.get_or_create(name="demo")
@@ -45,7 +45,7 @@ WRITER = """
 import django, json, os, sys
 django.setup()
 from runtimes.storage import store
-from runtimes.registry.resources import lookup
+from runtimes.registry.kinds import lookup
 rt = lookup("trainingruntimes")
 worker, rounds = sys.argv[1], int(sys.argv[2])
 template = json.loads(os.environ["MANIFEST"])

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from runtimes.apimachinery import errors
-from runtimes.registry.resources import lookup
+from runtimes.registry.kinds import lookup
 from runtimes.storage import store
 from runtimes.storage.models import Event
 from tests.support.api import runtime_manifest

@@ -11,13 +11,12 @@ import pytest
 from django.http import QueryDict
 from django.test import Client
 
+from runtimes.apimachinery.meta import Obj
 from runtimes.registry.kinds import TRAINING_RUNTIMES
 from runtimes.registry.seeding import MANAGED_CATALOG, load_manifests
 from runtimes.storage import store
 from runtimes.storage.models import Project
 from tests.support.api import runtime_manifest
-
-Obj = dict[str, Any]
 
 
 def put_runtime(namespace: str, manifest: Obj, phase: str | None = None) -> Obj:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from asgiref.sync import sync_to_async
 
-from runtimes.registry.resources import lookup
+from runtimes.registry.kinds import lookup
 from runtimes.storage import compaction, store
 from runtimes.watch import hub
 from runtimes.watch.hub import Hub, HubEvent, TooOld, TooSlow

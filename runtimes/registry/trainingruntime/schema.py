@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from runtimes.apimachinery import schema_nodes
+from runtimes.apimachinery.meta import API_VERSION, VERSION
 from runtimes.apimachinery.meta_schema import CONDITION, CONDITION_STATUSES, OBJECT_META
 from runtimes.apimachinery.schema_nodes import (
     Field,
@@ -26,11 +27,8 @@ from runtimes.apimachinery.schema_nodes import (
     string,
 )
 
-GROUP = "nodus.dev"
-VERSION = "v1beta1"
 KIND = "TrainingRuntime"
 PLURAL = "trainingruntimes"
-API_VERSION = f"{GROUP}/{VERSION}"
 
 TASKS = ("SFT", "Pretrain", "DPO", "ORPO", "KTO", "Reward", "GRPO", "Distill", "Evaluate", "Custom")
 LAUNCHERS = ("Plain", "Torchrun", "Accelerate", "Deepspeed")

@@ -13,11 +13,10 @@ from typing import Any
 
 from runtimes.accounts.access import MANAGED_PROJECT
 from runtimes.apimachinery.fielderrors import FieldError, required
+from runtimes.apimachinery.meta import Obj
 from runtimes.catalog.accelerators import catalog
 from runtimes.registry.strategy import StatusStrategy, Strategy
 from runtimes.registry.trainingruntime import defaulting, schema, validation
-
-Obj = dict[str, Any]
 
 
 def _status(obj: Obj) -> Obj:

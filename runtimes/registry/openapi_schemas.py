@@ -13,14 +13,9 @@ from __future__ import annotations
 from typing import Any
 
 from runtimes.apimachinery.formats import FORMAT_PATTERNS, OPENAPI_FORMATS
-from runtimes.registry.trainingruntime.schema import (
-    GROUP,
-    KIND,
-    SELECTABLE_FIELDS,
-    TRAINING_RUNTIME,
-    VERSION,
-    Field,
-)
+from runtimes.apimachinery.meta import GROUP, VERSION
+from runtimes.apimachinery.schema_nodes import Field
+from runtimes.registry.trainingruntime.schema import KIND, SELECTABLE_FIELDS, TRAINING_RUNTIME
 
 Schema = dict[str, Any]
 REF_PREFIX = "#/components/schemas/"
