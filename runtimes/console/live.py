@@ -16,6 +16,7 @@ from django.template.loader import render_to_string
 
 from runtimes.accounts import access
 from runtimes.apimachinery.meta import Obj
+from runtimes.console import runtime_page
 from runtimes.console.filters import RuntimeFilterSet
 from runtimes.console.summaries import RuntimeSummary, summarize
 from runtimes.watch.hub import HubEvent
@@ -76,8 +77,6 @@ def catalog_fragments(watch: Watch, event: HubEvent) -> list[str]:
 
 
 def runtime_fragments(watch: Watch, event: HubEvent) -> list[str]:
-    from runtimes.console import runtime as pages
-
     namespace, name = watch.query.get("namespace"), watch.query.get("name")
     if (event.namespace, event.name) != (namespace, name) or not watch.readable(event.object):
         return []
@@ -86,13 +85,13 @@ def runtime_fragments(watch: Watch, event: HubEvent) -> list[str]:
             '<div id="runtime-header" hx-swap-oob="true"><p class="notice bad" role="alert">'
             "This runtime has been deleted.</p></div>"
         ]
-    context = pages.page_context(None, event.object, "", user=watch.user)
+    context = runtime_page.page_context(None, event.object, "", user=watch.user)
     context["oob"] = True
     out: list[str] = []
     if "runtime-header" in watch.present:
         out.append(render_to_string("_partials/_runtime_header.html", context))
     if "runtime-status" in watch.present:
-        context.update(pages.status(None, event.object))  # type: ignore[arg-type]
+        context.update(runtime_page.status(None, event.object))
         out.append(render_to_string("console/runtime/status.html#status", context))
     return out
 

@@ -26,7 +26,7 @@ from runtimes.catalog.accelerators import catalog
 from runtimes.catalog.compile import compile_job
 from runtimes.console.forms import schema_form
 from runtimes.console.forms.schema_form import SchemaForm
-from runtimes.console.runtime import load, page_context
+from runtimes.console.runtime_page import load, page_context
 from runtimes.console.summaries import human_duration
 from runtimes.registry.trainingruntime import schema
 

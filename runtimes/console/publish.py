@@ -21,7 +21,7 @@ from runtimes.accounts import access
 from runtimes.apimachinery import errors
 from runtimes.apimachinery.meta import Obj
 from runtimes.console import manifests
-from runtimes.console.runtime import load
+from runtimes.console.runtime_page import load
 from runtimes.registry.kinds import TRAINING_RUNTIMES
 from runtimes.storage import store
 

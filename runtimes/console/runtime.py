@@ -2,12 +2,12 @@
 
 Overview, Presets, Estimates, Status and YAML are here; Parameters (the generated form) lives
 in `runtimes.console.parameters`. Every tab shares the header partial the websocket pushes when
-the runtime changes, so a phase turning Ready shows up without a reload.
+the runtime changes, so a phase turning Ready shows up without a reload; what the tabs and the
+push share (loading, the header's and the status panel's context) is `runtime_page`.
 """
 
 from __future__ import annotations
 
-import re
 import shlex
 from dataclasses import dataclass
 from typing import Any
@@ -18,8 +18,6 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.vary import vary_on_headers
 
-from runtimes.accounts import access
-from runtimes.apimachinery import errors
 from runtimes.apimachinery.meta import Obj
 from runtimes.catalog.accelerators import catalog
 from runtimes.catalog.compile import REQUIREMENTS
@@ -27,51 +25,9 @@ from runtimes.catalog.estimates import SCALED_PARAMETERS, estimate
 from runtimes.catalog.matching import effective_resources, explain_gpu
 from runtimes.console.catalog import wants_partial
 from runtimes.console.drawings import bar_chart, topology
-from runtimes.console.summaries import human_duration, summarize
-from runtimes.registry.kinds import TRAINING_RUNTIMES
-from runtimes.storage import store
-
-TABS = (
-    ("overview", "Overview"),
-    ("presets", "Presets"),
-    ("estimates", "Estimates"),
-    ("parameters", "Parameters"),
-    ("status", "Status"),
-    ("yaml", "YAML"),
-)
-_FINGERPRINT = re.compile(r"trusted key (sha256:[0-9a-f]{16,})")
-
-
-def load(request: HttpRequest, project: str, name: str) -> Obj:
-    """The runtime, or 404 (also when the user may not read its project: nothing leaks)."""
-    if not access.allowed(request.user, "get", project):
-        raise Http404("no such runtime")
-    try:
-        return store.get(TRAINING_RUNTIMES, project, name)
-    except errors.ApiError as exc:
-        raise Http404("no such runtime") from exc
-
-
-def page_context(
-    request: HttpRequest | None, obj: Obj, tab: str, user: Any = None
-) -> dict[str, Any]:
-    """What every tab (and the live header push) needs; `user` stands in for a request's."""
-    user = user if request is None else request.user
-    meta = obj["metadata"]
-    project = meta["namespace"]
-    return {
-        "obj": obj,
-        "s": summarize(obj),
-        "spec": obj.get("spec") or {},
-        "status": obj.get("status") or {},
-        "meta": meta,
-        "tab": tab,
-        "tabs": TABS,
-        "can_edit": access.allowed(user, "update", project),
-        "can_delete": access.allowed(user, "delete", project),
-        "watch_query": f"namespace={project}&name={meta['name']}",
-        "revision": meta.get("resourceVersion", "0"),
-    }
+from runtimes.console.parameters import parameters_tab
+from runtimes.console.runtime_page import load, page_context, status
+from runtimes.console.summaries import human_duration
 
 
 @login_required
@@ -83,8 +39,6 @@ def runtime_default(request: HttpRequest, project: str, name: str) -> HttpRespon
 @vary_on_headers("HX-Request")
 def runtime(request: HttpRequest, project: str, name: str, tab: str) -> HttpResponse:
     if tab == "parameters":
-        from runtimes.console.parameters import parameters_tab
-
         return parameters_tab(request, project, name)
     builders = {
         "overview": overview,
@@ -260,26 +214,6 @@ def estimates(request: HttpRequest, obj: Obj) -> dict[str, Any]:
                 or {}
             ).items()
         ),
-    }
-
-
-def status(request: HttpRequest, obj: Obj) -> dict[str, Any]:
-    st = obj.get("status") or {}
-    conditions = st.get("conditions") or []
-    fingerprint = ""
-    for condition in conditions:
-        found = _FINGERPRINT.search(str(condition.get("message", "")))
-        if found:
-            fingerprint = found.group(1)
-    annotations = obj["metadata"].get("annotations") or {}
-    fingerprint = fingerprint or annotations.get("nodus.dev/signing-key-fingerprint", "")
-    user = st.get("imageUser")
-    runs_as_root = st.get("imageDigest") and (not user or user in ("root", "0", "0:0"))
-    return {
-        "conditions": conditions,
-        "fingerprint": fingerprint,
-        "runs_as_root": bool(runs_as_root),
-        "stale": st.get("observedGeneration") != obj["metadata"].get("generation"),
     }
 
 
