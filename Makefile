@@ -9,11 +9,15 @@ SHELL := /bin/bash
 
 VENV := .venv
 PY := $(VENV)/bin/python
-# The dependency stamps carry a hash of pyproject.toml: editing the dependencies reinstalls,
-# anything else costs nothing.
-DEPS_HASH := $(shell sha256sum pyproject.toml 2>/dev/null | cut -c1-12)
-RUN_STAMP := $(VENV)/.installed-run-$(DEPS_HASH)
-TEST_STAMP := $(VENV)/.installed-test-$(DEPS_HASH)
+# Dependencies are installed from lock files with hashes, made from pyproject.toml by `make lock`:
+# requirements/test.txt pins everything `make test` needs (runtime + the [test] extra) and
+# requirements/run.txt the runtime subset, at the same versions.
+RUN_LOCK := requirements/run.txt
+TEST_LOCK := requirements/test.txt
+# The dependency stamps carry a hash of their lock: a new lock reinstalls, anything else costs
+# nothing.
+RUN_STAMP := $(VENV)/.installed-run-$(shell sha256sum $(RUN_LOCK) 2>/dev/null | cut -c1-12)
+TEST_STAMP := $(VENV)/.installed-test-$(shell sha256sum $(TEST_LOCK) 2>/dev/null | cut -c1-12)
 # Two cores on these machines; xdist's `auto` would count hyperthreads elsewhere.
 PYTEST_WORKERS ?= 2
 PYTEST_ARGS ?=
@@ -21,14 +25,20 @@ PIP := $(PY) -m pip install --disable-pip-version-check --no-input --quiet
 # Some machines point pip at local wheel folders that may be absent; its warnings about them
 # say nothing about the install.
 PIP_QUIET := { grep -v "is ignored: it is neither a file nor a directory" || true; }
+# After a --no-deps install: every installed package has what it needs (a package the lock no
+# longer names can be left over in an old .venv; removing .venv starts clean).
+PIP_CHECK := out=$$($(PY) -m pip check 2>&1) || { echo "$$out" >&2; \
+	echo "pip check failed: the lock misses a dependency, or .venv holds leftovers (rm -rf $(VENV))" >&2; \
+	exit 1; }
 
 .PHONY: help run test lint typecheck pytest pytest-main pytest-browser bench deps test-deps venv-check \
-	system-test-deps clean
+	system-test-deps lock clean
 
 help:
 	@echo "make run    serve the console, API and controller at http://127.0.0.1:8000/"
 	@echo "make test   linters, type checks and every test (installs what they need)"
 	@echo "make bench  request latency over HTTP against a live daphne, beside baselines"
+	@echo "make lock   re-lock the dependencies after editing pyproject.toml (UPGRADE=pkg upgrades one)"
 
 run: $(RUN_STAMP)
 	$(PY) manage.py serve
@@ -58,19 +68,43 @@ venv-check: $(VENV)/bin/python
 		"$$python" -m venv --clear $(VENV); \
 	fi
 
-# Not a package (no `pip install -e .`): the requirement lists come straight from pyproject.toml.
-$(RUN_STAMP): pyproject.toml | venv-check
-	@$(PY) .ci/requirements.py > $(VENV)/requirements-run.txt
-	$(PIP) -r $(VENV)/requirements-run.txt 2>&1 | $(PIP_QUIET)
+# Not a package (no `pip install -e .`): exactly what the lock pins, every file checked against
+# its hashes; --no-deps because the lock already lists every dependency (PIP_CHECK makes sure).
+$(RUN_STAMP): $(RUN_LOCK) | venv-check
+	$(PIP) --require-hashes --no-deps -r $(RUN_LOCK) 2>&1 | $(PIP_QUIET)
+	@$(PIP_CHECK)
 	@rm -f $(VENV)/.installed-run-*; touch $@
 
-$(TEST_STAMP): $(RUN_STAMP)
-	@$(PY) .ci/requirements.py test > $(VENV)/requirements-test.txt
-	$(PIP) -r $(VENV)/requirements-test.txt 2>&1 | $(PIP_QUIET)
+$(TEST_STAMP): $(TEST_LOCK) $(RUN_STAMP)
+	$(PIP) --require-hashes --no-deps -r $(TEST_LOCK) 2>&1 | $(PIP_QUIET)
+	@$(PIP_CHECK)
 	@rm -f $(VENV)/.installed-test-*; touch $@
 
 deps: $(RUN_STAMP)
 test-deps: $(TEST_STAMP) system-test-deps
+
+# Re-locks from pyproject.toml with uv (pinned here, kept in .venv, apart from the project's
+# packages), for Python 3.12 on x86_64 Linux. Existing pins are kept unless pyproject.toml
+# rules them out: `make lock UPGRADE="django ruff"` upgrades those, `UPGRADE=all` everything.
+# The test lock is resolved first; the run lock is constrained by it, so both pin one version.
+UV_VERSION := 0.13.9
+UV := $(VENV)/uv-$(UV_VERSION)/bin/uv
+UPGRADE ?=
+LOCK_OPTIONS := --quiet --generate-hashes --python-version 3.12 \
+	--python-platform x86_64-unknown-linux-gnu --custom-compile-command "make lock"
+
+$(UV): | venv-check
+	$(PIP) --target $(VENV)/uv-$(UV_VERSION) uv==$(UV_VERSION) 2>&1 | $(PIP_QUIET)
+
+lock: $(UV)
+	@upgrade=(); \
+	for package in $(UPGRADE); do \
+		if [[ $$package == all ]]; then upgrade+=(--upgrade); \
+		else upgrade+=(--upgrade-package "$$package"); fi; \
+	done; \
+	set -x; \
+	$(UV) pip compile $(LOCK_OPTIONS) "$${upgrade[@]}" pyproject.toml --extra test -o $(TEST_LOCK); \
+	$(UV) pip compile $(LOCK_OPTIONS) pyproject.toml -c $(TEST_LOCK) -o $(RUN_LOCK)
 
 # Debian's chromium (browser tests) and docker-registry (controller tests against a real
 # registry). Installed only when missing, and only as root; otherwise those tests skip.
