@@ -4,6 +4,10 @@ Pure rendering over hub events, run off the event loop. A page says what it show
 its filters, and the ids of the live elements it has); each event becomes out-of-band swaps of
 the *same* partials the pages render: a row appears, is replaced, or is removed; a runtime
 page's header (and status panel) is redrawn. Nothing is sent for what the user may not read.
+No markup is written here: the out-of-band wrappers live in the templates beside what they swap
+(the row's delete form, the catalog's `appended_row`, the header's deleted form, and the
+revision marker and missed-updates notice that base.html draws from the same partials), and
+runtime-authored text is escaped by the templates' autoescape.
 """
 
 from __future__ import annotations
@@ -20,6 +24,14 @@ from runtimes.console import runtime_page
 from runtimes.console.filters import RuntimeFilterSet
 from runtimes.console.summaries import RuntimeSummary, summarize
 from runtimes.watch.hub import HubEvent
+
+# The partials the pages draw these elements with; the pushes render them with `oob` set.
+ROW = "_partials/_runtime_row.html"
+APPENDED_ROW = "console/catalog.html#appended_row"
+HEADER = "_partials/_runtime_header.html"
+STATUS = "console/runtime/status.html#status"
+REVISION = "_partials/_live_revision.html"
+NOTICE = "_partials/_live_notice.html"
 
 
 @dataclass
@@ -65,14 +77,13 @@ def catalog_fragments(watch: Watch, event: HubEvent) -> list[str]:
     # What the page has (its live ids) decides between replace, append and remove, so a row
     # on another page of results is never appended twice nor removed from nowhere.
     if wanted and shown:
-        return [render_to_string("_partials/_runtime_row.html", {"s": summary, "oob": "true"})]
+        return [render_to_string(ROW, {"s": summary, "oob": "true"})]
     if wanted and "runtime-rows" in watch.present:
         watch.present.add(row_id)
-        row = render_to_string("_partials/_runtime_row.html", {"s": summary})
-        return [f'<tbody hx-swap-oob="beforeend:#runtime-rows">{row}</tbody>']
+        return [render_to_string(APPENDED_ROW, {"s": summary})]
     if shown:
         watch.present.discard(row_id)
-        return [f'<tr id="{row_id}" hx-swap-oob="delete"></tr>']
+        return [render_to_string(ROW, {"s": summary, "oob": "delete"})]
     return []
 
 
@@ -81,18 +92,15 @@ def runtime_fragments(watch: Watch, event: HubEvent) -> list[str]:
     if (event.namespace, event.name) != (namespace, name) or not watch.readable(event.object):
         return []
     if event.type == "DELETED":
-        return [
-            '<div id="runtime-header" hx-swap-oob="true"><p class="notice bad" role="alert">'
-            "This runtime has been deleted.</p></div>"
-        ]
+        return [render_to_string(HEADER, {"deleted": True, "oob": True})]
     context = runtime_page.page_context(None, event.object, "", user=watch.user)
     context["oob"] = True
     out: list[str] = []
     if "runtime-header" in watch.present:
-        out.append(render_to_string("_partials/_runtime_header.html", context))
+        out.append(render_to_string(HEADER, context))
     if "runtime-status" in watch.present:
         context.update(runtime_page.status(None, event.object))
-        out.append(render_to_string("console/runtime/status.html#status", context))
+        out.append(render_to_string(STATUS, context))
     return out
 
 
@@ -105,14 +113,9 @@ def fragments(watch: Watch, events: list[HubEvent]) -> str:
         elif watch.view == "runtime":
             parts += runtime_fragments(watch, event)
     revision = events[-1].revision if events else 0
-    parts.append(
-        f'<span id="live-revision" data-revision="{revision}" hidden hx-swap-oob="true"></span>'
-    )
+    parts.append(render_to_string(REVISION, {"revision": revision, "oob": True}))
     return "\n".join(parts)
 
 
 def missed_notice() -> str:
-    return (
-        '<div id="live-notice" class="live-notice" hx-swap-oob="true" role="alert">'
-        'Some live updates were missed. <a href="">Reload</a> to catch up.</div>'
-    )
+    return render_to_string(NOTICE, {"missed": True})

@@ -11,12 +11,14 @@ from channels.testing import WebsocketCommunicator
 from django.test import Client
 
 from nodus_console.asgi import application
+from runtimes.console.live import missed_notice
+from runtimes.console.summaries import DESCRIPTION
 from runtimes.registry.kinds import TRAINING_RUNTIMES
 from runtimes.storage import store
 from runtimes.storage.models import Project, RevisionCounter
 from runtimes.watch import hub
 from tests.support.api import runtime_manifest
-from tests.support.console import put_runtime
+from tests.support.console import client_for, put_runtime
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 
@@ -163,3 +165,92 @@ async def test_it_redraws_a_runtime_pages_header(actors: Any, fresh_hub: Any) ->
     )
     assert ">Edit<" not in message  # bob views: no edit action, live or not
     await socket.disconnect()
+
+
+SCRIPT = "<script>alert(1)</script>"
+
+
+def page_of(user: Any, url: str) -> str:
+    return client_for(user).get(url).content.decode()
+
+
+async def test_it_pushes_the_very_row_the_catalog_page_draws(actors: Any, fresh_hub: Any) -> None:
+    manifest = runtime_manifest("same-row")
+    manifest["metadata"]["annotations"] = {DESCRIPTION: SCRIPT}
+    socket = await connect(actors["alice"])
+    assert (await socket.connect())[0]
+    await watch(socket, "catalog", "project=demo", ["runtime-rows"])
+    await sync_to_async(put_runtime)("demo", manifest)
+    added = await socket.receive_from(timeout=5)
+    wrapper = '<tbody hx-swap-oob="beforeend:#runtime-rows">'
+    row = added[added.index(wrapper) + len(wrapper) : added.index("</tbody>")]
+    assert row.startswith('<tr id="tr-demo-same-row" data-live ')
+    page = await sync_to_async(page_of)(actors["alice"], "/?project=demo")
+    assert row in page  # byte for byte: the same partial from the same summary
+    assert SCRIPT not in added  # runtime-authored text stays escaped
+    assert "&lt;script&gt;" in row
+    await socket.disconnect()
+
+
+async def test_it_pushes_the_very_header_and_status_the_runtime_page_draws(
+    actors: Any, fresh_hub: Any
+) -> None:
+    await sync_to_async(put_runtime)("demo", runtime_manifest("same-page"))
+    socket = await connect(actors["bob"])
+    assert (await socket.connect())[0]
+    await watch(
+        socket, "runtime", "namespace=demo&name=same-page", ["runtime-header", "runtime-status"]
+    )
+
+    def report() -> None:
+        def change(obj: dict[str, Any]) -> dict[str, Any]:
+            condition = {
+                "type": "Ready",
+                "status": "False",
+                "reason": "Bad",
+                "message": SCRIPT,
+                "lastTransitionTime": "2025-01-01T00:00:00Z",
+            }
+            obj["status"] = {**obj["status"], "phase": "Failed", "conditions": [condition]}
+            return obj
+
+        store.mutate(TRAINING_RUNTIMES, "demo", "same-page", change, subresource="status")
+
+    await sync_to_async(report)()
+    message = await socket.receive_from(timeout=5)
+    header_at = message.index('<div id="runtime-header"')
+    status_at = message.index('<section id="runtime-status"')
+    header = message[header_at:status_at].rstrip()
+    status = message[status_at : message.index("</section>") + len("</section>")]
+    page = await sync_to_async(page_of)(actors["bob"], "/p/demo/runtimes/same-page/status")
+    # The pushed fragments are the page's own, with only the out-of-band swap attribute added.
+    for pushed in (header, status):
+        assert ' hx-swap-oob="true"' in pushed
+        assert pushed.replace(' hx-swap-oob="true"', "", 1) in page
+    assert SCRIPT not in message
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in status
+    await socket.disconnect()
+
+
+async def test_it_tells_a_runtime_page_its_runtime_was_deleted(actors: Any, fresh_hub: Any) -> None:
+    await sync_to_async(put_runtime)("demo", runtime_manifest("going"))
+    socket = await connect(actors["bob"])
+    assert (await socket.connect())[0]
+    await watch(socket, "runtime", "namespace=demo&name=going", ["runtime-header"])
+    await sync_to_async(store.delete)(TRAINING_RUNTIMES, "demo", "going")
+    message = await socket.receive_from(timeout=5)
+    assert message.startswith(
+        '<div id="runtime-header" hx-swap-oob="true"><p class="notice bad" role="alert">'
+        "This runtime has been deleted.</p></div>"
+    )
+    assert '<span id="live-revision" data-revision="' in message
+    await socket.disconnect()
+
+
+def test_the_missed_notice_fills_the_pages_notice_region(actors: Any) -> None:
+    page = page_of(actors["alice"], "/")
+    assert '<div id="live-notice" class="live-notice" role="status"></div>' in page
+    assert missed_notice() == (
+        '<div id="live-notice" class="live-notice" hx-swap-oob="true" role="alert">'
+        'Some live updates were missed. <a href="">Reload</a> to catch up.</div>\n'
+    )
