@@ -36,42 +36,44 @@ ACCELERATOR_RESOURCE: dict[str, Any] = {
     "namespaced": False,
     "verbs": ["get", "list", "watch"],
 }
-# The columns after Name (which the generic Table converter always puts first) and before Age.
+# The columns after Name (which the generic Table converter always puts first) and before Age,
+# as `kubectl get accelerators` prints them; the registry's Accelerator kind is built from these
+# and `accelerator_table_row` fills them. Priority 1 shows only with `-o wide`.
 ACCELERATOR_COLUMNS: list[dict[str, Any]] = [
     {
         "name": "Family",
         "type": "string",
         "format": "",
         "priority": 0,
-        "description": "Family is the accelerator family a gpu.type entry may name.",
+        "description": "The accelerator family.",
     },
     {
         "name": "Memory",
         "type": "string",
         "format": "",
         "priority": 0,
-        "description": "Memory is the per-GPU memory.",
+        "description": "Memory per GPU.",
     },
     {
         "name": "Class",
         "type": "string",
         "format": "",
         "priority": 0,
-        "description": "AcceleratorClass keys a runtime's measured step and task times.",
+        "description": "The accelerator class estimates are keyed by.",
     },
     {
         "name": "NVLink",
         "type": "boolean",
         "format": "",
         "priority": 0,
-        "description": "NVLink says whether GPUs in one host talk over NVLink.",
+        "description": "Whether the variant has NVLink.",
     },
     {
         "name": "Offerings",
         "type": "integer",
         "format": "",
-        "priority": 0,
-        "description": "Offerings counts the GPU counts the platform sells of this variant.",
+        "priority": 1,
+        "description": "How many host shapes offer it.",
     },
 ]
 

@@ -21,6 +21,7 @@ from runtimes.catalog.accelerators import AcceleratorCatalog, Offering
 from runtimes.catalog.estimates import cost_of, seconds_for
 from runtimes.catalog.matching import Match, effective_resources, match_gpu
 from runtimes.catalog.parameters import parameter_errors
+from runtimes.catalog.presets import preset_resources
 
 REQUIREMENTS = ("data", "model", "teacher", "environment")
 
@@ -108,11 +109,7 @@ def compile_job(
     errors += parameter_errors(spec.get("parameters") or {}, merged, "parameters")
 
     work = _work(spec, draft, errors)
-    # A preset's fields replace the defaults' whole: its GPU request was measured as one piece,
-    # so a default minMemory or interconnect must not leak into it.
-    resources = copy.deepcopy(
-        {**(defaults.get("resources") or {}), **((preset or {}).get("resources") or {})}
-    )
+    resources = preset_resources(spec, preset)
     matches = _narrow(match_gpu(resources.get("gpu"), catalog), draft, resources, catalog, errors)
     if errors:
         return errors

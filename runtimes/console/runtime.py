@@ -23,6 +23,7 @@ from runtimes.catalog.accelerators import catalog
 from runtimes.catalog.compile import REQUIREMENTS
 from runtimes.catalog.estimates import SCALED_PARAMETERS, estimate
 from runtimes.catalog.matching import effective_resources, explain_gpu
+from runtimes.catalog.presets import preset_resources
 from runtimes.console.catalog import wants_partial
 from runtimes.console.drawings import bar_chart, topology
 from runtimes.console.parameters import parameters_tab
@@ -93,14 +94,6 @@ class MatchView:
     reasons: tuple[str, ...]
     rejections: tuple[str, ...]
     offerings: tuple[OfferingView, ...]
-
-
-def preset_resources(spec: Obj, preset: Obj) -> Obj:
-    # As runtimes.catalog.compile: a preset's fields replace the defaults' whole.
-    return {
-        **((spec.get("defaults") or {}).get("resources") or {}),
-        **(preset.get("resources") or {}),
-    }
 
 
 def matches_for(resources: Obj) -> list[MatchView]:

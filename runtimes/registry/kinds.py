@@ -6,7 +6,7 @@ from typing import Any
 
 from runtimes.apimachinery.meta import GROUP, VERSION
 from runtimes.apimachinery.schema_nodes import list_map_keys
-from runtimes.catalog.accelerators import accelerator_table_row
+from runtimes.catalog.accelerators import ACCELERATOR_COLUMNS, accelerator_table_row
 from runtimes.registry.resources import REGISTRY, ResourceType, register
 from runtimes.registry.strategy import Strategy
 from runtimes.registry.trainingruntime import schema
@@ -48,18 +48,9 @@ ACCELERATORS = register(
         short_names=("acc",),
         categories=("nodus",),
         read_only=True,
-        columns=(
-            ("Family", "string", "The accelerator family.", 0, _accelerator_cell(0)),
-            ("Memory", "string", "Memory per GPU.", 0, _accelerator_cell(1)),
-            (
-                "Class",
-                "string",
-                "The accelerator class estimates are keyed by.",
-                0,
-                _accelerator_cell(2),
-            ),
-            ("NVLink", "boolean", "Whether the variant has NVLink.", 0, _accelerator_cell(3)),
-            ("Offerings", "integer", "How many host shapes offer it.", 1, _accelerator_cell(4)),
+        columns=tuple(
+            (c["name"], c["type"], c["description"], c["priority"], _accelerator_cell(index))
+            for index, c in enumerate(ACCELERATOR_COLUMNS)
         ),
     )
 )

@@ -11,6 +11,8 @@ import orjson
 import pytest
 
 from runtimes.api import listing
+from runtimes.catalog.accelerators import ACCELERATOR_COLUMNS, accelerator_table_row
+from runtimes.registry import seeding
 from runtimes.registry.kinds import lookup
 from runtimes.storage import compaction, store
 from runtimes.storage.models import Project
@@ -267,6 +269,18 @@ def test_it_renders_tables_with_include_object_choices(rt: Any, alice: ApiClient
     assert bad.status_code == 400
     paged = alice.get(f"{DEMO}?limit=1", Accept=TABLE).json_body
     assert paged["metadata"]["resourceVersion"]
+
+
+def test_it_prints_the_accelerator_columns_the_catalog_defines(alice: ApiClient) -> None:
+    seeding.seed_accelerators()
+    table = alice.get(f"{GV}/accelerators?includeObject=Object", Accept=TABLE).json_body
+    defined = table["columnDefinitions"][1:-1]  # between Name and Age
+    assert defined == ACCELERATOR_COLUMNS
+    assert [(c["name"], c["priority"]) for c in defined] == [
+        ("Family", 0), ("Memory", 0), ("Class", 0), ("NVLink", 0), ("Offerings", 1),
+    ]  # fmt: skip
+    for row in table["rows"]:
+        assert row["cells"][1:-1] == accelerator_table_row(row["object"])
 
 
 def test_it_shows_only_readable_projects_in_a_cluster_wide_list(
