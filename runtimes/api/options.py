@@ -9,6 +9,7 @@ from django.http import QueryDict
 
 from runtimes.apimachinery import errors
 from runtimes.apimachinery.fielderrors import FieldError, invalid, not_supported, too_long
+from runtimes.apimachinery.meta import PRECONDITION_FIELDS
 
 FIELD_VALIDATION = ["Ignore", "Strict", "Warn"]
 
@@ -111,7 +112,7 @@ def delete_options(query: QueryDict, body: Any) -> DeleteOptions:
         raise _options_invalid("DeleteOptions", problems)
     pre = body.get("preconditions") or {}
     _expect(isinstance(pre, dict), "preconditions", "Preconditions")
-    for key in ("uid", "resourceVersion"):
+    for key in PRECONDITION_FIELDS:
         _expect(isinstance(pre.get(key, ""), str), f"preconditions.{key}", "string")
     return DeleteOptions(
         dry_run,

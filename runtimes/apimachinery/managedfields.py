@@ -32,21 +32,10 @@ from runtimes.apimachinery.fieldsets import (
     object_fields,
     path_string,
 )
+from runtimes.apimachinery.meta import SERVER_SET_METADATA
 from runtimes.apimachinery.patches import json_equal
 
 BEFORE_FIRST_APPLY = "before-first-apply"
-SERVER_OWNED_METADATA = frozenset(
-    {
-        "uid",
-        "resourceVersion",
-        "generation",
-        "creationTimestamp",
-        "deletionTimestamp",
-        "deletionGracePeriodSeconds",
-        "managedFields",
-        "selfLink",
-    }
-)
 _ABSENT = object()
 MapKeys = Mapping[str, Sequence[str]] | ListTypes | None
 
@@ -277,7 +266,7 @@ def applied_config(applied_obj: Mapping[str, Any], subresource: str = "") -> dic
     config = _without_nulls(copy.deepcopy(dict(applied_obj)))
     metadata = config.get("metadata")
     if isinstance(metadata, dict):
-        for name in SERVER_OWNED_METADATA:
+        for name in SERVER_SET_METADATA:
             metadata.pop(name, None)
     if subresource == "status":
         identity = {k: config[k] for k in ("apiVersion", "kind") if k in config}

@@ -11,12 +11,11 @@ from datetime import UTC, datetime
 
 from runtimes.apimachinery import metadata_rules
 from runtimes.apimachinery.fielderrors import FieldError, forbidden, invalid, required
-from runtimes.apimachinery.meta import Obj
+from runtimes.apimachinery.meta import IMMUTABLE_METADATA, Obj
 
 # apimachinery util/rand: consonants and digits that cannot spell words.
 _NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 _TOP_ORDER = ("apiVersion", "kind", "metadata", "spec", "status")
-_IMMUTABLE = ("uid", "creationTimestamp")
 
 
 def now_timestamp() -> str:
@@ -53,7 +52,7 @@ def unchanged(new: Obj, old: Obj) -> bool:
 
 def check_immutable(meta: Obj, old_meta: Obj) -> list[FieldError]:
     problems = []
-    for key in _IMMUTABLE:
+    for key in IMMUTABLE_METADATA:
         if meta.get(key) not in (None, "", old_meta.get(key)):
             problems.append(invalid(f"metadata.{key}", meta[key], "field is immutable"))
     return problems

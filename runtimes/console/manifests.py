@@ -12,19 +12,8 @@ from dataclasses import dataclass
 
 import yaml
 
-from runtimes.apimachinery.meta import API_VERSION, Obj
+from runtimes.apimachinery.meta import API_VERSION, SERVER_SET_METADATA, Obj
 from runtimes.registry.trainingruntime.schema import path_segments
-
-SERVER_METADATA = (
-    "uid",
-    "resourceVersion",
-    "generation",
-    "creationTimestamp",
-    "managedFields",
-    "selfLink",
-    "deletionTimestamp",
-    "deletionGracePeriodSeconds",
-)
 
 
 @dataclass(frozen=True)
@@ -75,7 +64,7 @@ def line_of(text: str, field: str) -> int | None:
 
 def editable(obj: Obj) -> Obj:
     """The object as a person edits it: no status, no server-owned metadata."""
-    meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in SERVER_METADATA}
+    meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in SERVER_SET_METADATA}
     return {
         "apiVersion": obj.get("apiVersion"),
         "kind": obj.get("kind"),

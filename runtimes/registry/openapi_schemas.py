@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from runtimes.apimachinery.formats import FORMAT_PATTERNS, OPENAPI_FORMATS
-from runtimes.apimachinery.meta import GROUP, VERSION
+from runtimes.apimachinery.meta import GROUP, PRECONDITION_FIELDS, VERSION
 from runtimes.apimachinery.schema_nodes import Field
 from runtimes.registry.trainingruntime.schema import KIND, SELECTABLE_FIELDS, TRAINING_RUNTIME
 
@@ -172,7 +172,7 @@ def _meta_kinds() -> dict[str, Schema]:
             "propagationPolicy": string,
             "preconditions": {
                 "type": "object",
-                "properties": {"resourceVersion": string, "uid": string},
+                "properties": {key: string for key in sorted(PRECONDITION_FIELDS)},
             },
         },
     }

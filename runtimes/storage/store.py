@@ -18,7 +18,7 @@ import orjson
 from django.db import connection, transaction
 
 from runtimes.apimachinery import errors
-from runtimes.apimachinery.meta import Obj
+from runtimes.apimachinery.meta import KEPT_ON_UPDATE, RESET_ON_CREATE, Obj
 from runtimes.apimachinery.objectmeta import (
     canonical,
     check_immutable,
@@ -141,15 +141,7 @@ def _prepare_create(
         meta["namespace"] = namespace
     else:
         meta.pop("namespace", None)
-    for system in (
-        "uid",
-        "creationTimestamp",
-        "deletionTimestamp",
-        "deletionGracePeriodSeconds",
-        "selfLink",
-        "resourceVersion",
-        "generation",
-    ):
+    for system in RESET_ON_CREATE:
         meta.pop(system, None)
     warnings: list[str] = []
     _apply_field_validation(rt.strategy, obj, field_validation, warnings)
@@ -218,16 +210,7 @@ def _prepare_update(
     immutable = check_immutable(meta, old_meta)
     if immutable:
         raise errors.invalid(rt.kind, rt.group, old_meta["name"], immutable)
-    for system in (
-        "name",
-        "namespace",
-        "uid",
-        "creationTimestamp",
-        "deletionTimestamp",
-        "deletionGracePeriodSeconds",
-        "generation",
-        "resourceVersion",
-    ):
+    for system in KEPT_ON_UPDATE:
         if system in old_meta:
             meta[system] = old_meta[system]
         else:
