@@ -13,5 +13,6 @@ class RuntimesConfig(AppConfig):
 
         # Every process that writes tells the others, hub or no hub (see runtimes.watch.nudge).
         events.subscribe(nudge.published)
-        # And keeps the event log bounded, even where no hub runs (a lone controller, a script).
+        # And keeps the event log bounded: this hook is compaction's one owner (the hub never
+        # compacts), so it runs wherever writes happen, hub or no hub.
         events.subscribe(compaction.after_commit)

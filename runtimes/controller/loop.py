@@ -1,10 +1,12 @@
-"""The controller loop: level-triggered reconciles fed by the event log, with resync and backoff.
+"""The controller loop: level-triggered reconciles fed by an informer, with resync and backoff.
 
-A watcher thread reads the event log from the last revision it has seen (a store write in
-this process nudges it at once; writes from other processes are found by polling), and
-every ``resync_seconds`` it re-queues every runtime for a fresh inspection. Worker threads take
-keys from a ``WorkQueue``: per-key dedupe, exponential backoff for transient trouble. Starting
-up lists every runtime, so whatever a previous controller left half done is finished.
+An informer (``runtimes.watch.informer``) lists every runtime, then follows the hub from the
+list's revision, re-listing when that revision has been compacted away (410); its handlers put
+keys on a ``WorkQueue``, and every ``resync_seconds`` it hands every runtime over again for a
+fresh inspection. The controller never reads the event-log tables itself (an import-linter
+contract holds that line). Worker threads take keys from the queue: per-key dedupe,
+exponential backoff for transient trouble. Starting up lists every runtime, so whatever a
+previous controller left half done is finished.
 
 ``start_in_process()`` runs it as a daemon thread beside the web server (the embedded default);
 ``manage.py runcontroller`` runs it alone, one leader at a time (``leader``).
@@ -19,18 +21,18 @@ from collections.abc import Callable
 
 from django.db import close_old_connections, connection
 
+from runtimes.apimachinery.meta import Obj
 from runtimes.controller import settings as controller_settings
 from runtimes.controller.leader import lead, lock_for
 from runtimes.controller.oci.sources import ImageSources
 from runtimes.controller.reconcile import Outcome, Reconciler, runtime_type
 from runtimes.controller.settings import ControllerSettings, TrustedKeys
 from runtimes.controller.workqueue import WorkQueue
-from runtimes.storage import events, store
+from runtimes.storage import store
+from runtimes.watch.informer import Handlers, Informer, Key, key_of
 
 log = logging.getLogger("nodus.controller")
 
-Key = tuple[str, str]  # (namespace, name)
-EVENT_BATCH = 1000
 CONNECTION_CHECK_SECONDS = 60.0
 
 
@@ -68,8 +70,11 @@ class Controller:
         self.queue: WorkQueue[Key] = WorkQueue(
             backoff_base=self.config.backoff_base, backoff_max=self.config.backoff_max
         )
-        self.last_revision = 0
-        self._nudge = threading.Event()
+        self.informer = Informer(
+            runtime_type(),
+            Handlers(on_add=self._added, on_update=self._updated, on_delete=self._deleted),
+            resync_seconds=self.config.resync_seconds,
+        )
         self.idle = threading.Event()  # set whenever the queue has drained (tests wait on it)
 
     # -- one pass, no threads (tests, `runcontroller --once`) -----------------------------------
@@ -87,100 +92,49 @@ class Controller:
 
     def run(self, stop: threading.Event) -> None:
         """Runs until ``stop`` is set, then drains nothing further and returns."""
-        events.subscribe(self._on_published)
-        threads = [threading.Thread(target=self._watch, args=(stop,), name="controller-watch")]
+        threads = [
+            threading.Thread(
+                target=self.informer.run,
+                args=(stop, self.config.poll_seconds),
+                name="controller-informer",
+            )
+        ]
         threads += [
             threading.Thread(target=self._work, name=f"controller-worker-{n}")
             for n in range(self.workers)
         ]
         try:
-            while not self._try_resync() and not stop.wait(self.config.poll_seconds):
-                pass  # the database may be starting: keep trying until it answers or we stop
             for thread in threads:
                 thread.daemon = True
                 thread.start()
             stop.wait()
         finally:
-            events.unsubscribe(self._on_published)
+            self.informer.close()
             self.queue.shut_down()
-            self._nudge.set()
             for thread in threads:
                 if thread.is_alive():
                     thread.join(timeout=30)
             self.sources.close()
             connection.close()
 
-    def resync(self) -> None:
-        """Lists every runtime and queues it for a fresh inspection; reads the log from there."""
-        objects, revision = store.list_objects(runtime_type())
-        self.reconciler.forget_all()
-        self.last_revision = max(self.last_revision, revision)
-        for obj in objects:
-            self.queue.add((obj["metadata"]["namespace"], obj["metadata"]["name"]))
+    # -- the informer's handlers (on its thread) -----------------------------------------------
 
-    def _try_resync(self) -> bool:
-        try:
-            close_old_connections()
-            self.resync()
-        except Exception:
-            log.exception("controller: listing the runtimes failed; retrying")
-            return False
-        return True
+    def _added(self, obj: Obj) -> None:
+        self.queue.add(key_of(obj))
 
-    def _on_published(self, revision: int) -> None:
-        # Called after commit by any store write in this process: read the log now.
-        self._nudge.set()
+    def _updated(self, old: Obj, new: Obj) -> None:
+        key = key_of(new)
+        if old["metadata"]["resourceVersion"] == new["metadata"]["resourceVersion"]:
+            # A resync (or a re-list of an unchanged runtime): inspect afresh, so a signature
+            # or an image removed since the last verdict is noticed.
+            self.reconciler.forget(*key)
+        self.queue.add(key)
 
-    def _watch(self, stop: threading.Event) -> None:
-        next_resync = time.monotonic() + self.config.resync_seconds
-        keeper = ConnectionKeeper()
-        failed = False
-        try:
-            while not stop.is_set() and not self.queue.shutting_down:
-                self._nudge.wait(self.config.poll_seconds)
-                self._nudge.clear()
-                if stop.is_set():
-                    break
-                try:
-                    keeper.refresh(failed=failed)
-                    failed = False
-                    if time.monotonic() >= next_resync:
-                        next_resync = time.monotonic() + self.config.resync_seconds
-                        self.resync()
-                    else:
-                        self._read_events()
-                except Exception:
-                    # The database may be restarting; the next poll tries again.
-                    log.exception("controller: reading the event log failed")
-                    failed = True
-                    stop.wait(self.config.poll_seconds)
-        finally:
-            connection.close()
-
-    def _read_events(self) -> None:
-        from runtimes.storage.models import Event, RevisionCounter
-
-        rt = runtime_type()
-        compacted = RevisionCounter.objects.values_list("compacted", flat=True).get(pk=1)
-        if compacted > self.last_revision:
-            log.warning("controller: event log compacted past %s; relisting", self.last_revision)
-            self.resync()
-            return
-        while True:
-            rows = list(
-                Event.objects.filter(resource=rt.key, revision__gt=self.last_revision)
-                .order_by("revision")
-                .values_list("revision", "namespace", "name", "type")[:EVENT_BATCH]
-            )
-            for revision, namespace, name, kind in rows:
-                key = (namespace, name)
-                if kind == "DELETED":
-                    self.reconciler.forget(namespace, name)
-                    self.queue.forget(key)
-                self.queue.add(key)
-                self.last_revision = revision
-            if len(rows) < EVENT_BATCH:
-                return
+    def _deleted(self, obj: Obj) -> None:
+        key = key_of(obj)
+        self.reconciler.forget(*key)
+        self.queue.forget(key)
+        self.queue.add(key)  # its reconcile finds it gone and lets go of it
 
     def _work(self) -> None:
         keeper = ConnectionKeeper()

@@ -29,7 +29,9 @@ class ControllerSettings:
     layout_root: Path
     trusted_key_paths: tuple[Path, ...] = ()
     resync_seconds: float = 300.0  # every runtime is re-inspected this often
-    poll_seconds: float = 1.0  # how often the event log is read when nothing nudges us
+    # The longest the informer waits for events before looking at stop again, and the pause
+    # before it retries after database trouble (the hub reads the log and polls it itself).
+    poll_seconds: float = 1.0
     backoff_base: float = 1.0  # first retry after transient trouble, doubled each time
     backoff_max: float = 300.0
     leader_retry_seconds: float = 1.0  # how often a standby tries to take the lock

@@ -4,6 +4,14 @@
 that needs the history after revision R (a watch resuming from R, a continue token or an
 Exact list at R) works only while R >= floor - 1; older requests answer 410 Expired, as
 kube-apiserver does after etcd compaction, and clients re-list.
+
+Compaction has one owner: `after_commit`, a `runtimes.storage.events` listener (subscribed when
+the app loads). The log grows only by commits, and every commit passes through it, so checking
+there bounds the log in every process that writes: a worker without a hub, a lone controller, a
+script. The hub's dispatcher, the other candidate, runs only where something watches, and
+deleting on that thread would hold up every watcher's delivery. Readers of the log read their
+rows first and the floor after (`eventlog.read_log`, `snapshots`, the hub's pull): the floor is
+raised before any row goes, so a reader racing a compaction sees the raised floor.
 """
 
 from __future__ import annotations
@@ -52,10 +60,10 @@ def too_old(revision: int, oldest: int) -> errors.ApiError:
     )
 
 
-def due(current: int, keep: int | None = None, known_floor: int | None = None) -> bool:
+def due(current: int, keep: int | None = None) -> bool:
     """Whether the log has grown a tenth past its window (so compaction runs in steps)."""
     keep = window() if keep is None else keep
-    oldest = max(floor() if known_floor is None else known_floor, 1)  # revisions start at 1
+    oldest = max(floor(), 1)  # revisions start at 1
     return current - oldest + 1 > keep + max(keep // 10, 1)
 
 
@@ -89,16 +97,22 @@ def compact(keep: int | None = None) -> int:
     return target
 
 
-# Every this many revisions a committing process checks whether the log is due for compaction,
-# so the log stays bounded even in a process that never starts a hub.
+# A committing process checks whether the log is due for compaction once every tenth of the
+# window (but at least every CHECK_EVERY revisions, and at most every MIN_CHECK_EVERY), so the
+# log stays within about a fifth past its window without a query per commit.
 CHECK_EVERY = 256
+MIN_CHECK_EVERY = 8
 _running = threading.Lock()
+
+
+def check_every() -> int:
+    return min(CHECK_EVERY, max(window() // 10, MIN_CHECK_EVERY))
 
 
 def after_commit(revision: int) -> None:
     """A `runtimes.storage.events` listener: now and then, compact on a short-lived background
     thread."""
-    if revision % CHECK_EVERY or not _running.acquire(blocking=False):
+    if revision % check_every() or not _running.acquire(blocking=False):
         return
 
     def run() -> None:

@@ -15,7 +15,13 @@ whose buffers fill. A start point below the compaction floor raises `TooOld` (41
     async with hub.subscribe(after, "trainingruntimes.nodus.dev", "demo") as events:
         async for event in events: ...
 
-Threads (the controller) use `hub.follow(...)`, which blocks instead of awaiting.
+Threads use `hub.follow(...)`, which blocks instead of awaiting; `close()` wakes the thread
+blocked in it. In-process users rarely follow by hand: `runtimes.watch.informer` lists, follows
+from the list's revision and re-lists on 410 (the controller reads events only that way).
+
+The hub reads the event log; it does not compact it. Compaction has one owner, the store's
+after-commit hook (`runtimes.storage.compaction`), which runs wherever writes happen, hub or no
+hub.
 """
 
 from __future__ import annotations
@@ -55,6 +61,7 @@ __all__ = [
     "SyncSubscription",
     "TooOld",
     "TooSlow",
+    "follow",
     "get_hub",
     "run_db",
     "shutdown",
@@ -63,7 +70,6 @@ __all__ = [
 
 POLL_SECONDS = 1.0
 PULL_BATCH = 1_000
-FLOOR_REFRESH_SECONDS = 30.0
 
 
 class TooSlow(Exception):
@@ -85,8 +91,6 @@ class Hub:
         self._thread: threading.Thread | None = None
         self._wake = threading.Event()
         self._stop = threading.Event()
-        self._floor = 0
-        self._floor_read_at = 0.0
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -154,6 +158,8 @@ class Hub:
                     self._events.clear()
                 break
             new = [parse_event(r) for r in rows]
+            # The floor is read after the rows (compaction raises it before deleting), so a
+            # compaction racing this read is seen here rather than leaving a silent hole.
             if new[0].revision != self.last + 1 and compaction.floor() > self.last + 1:
                 # Compaction removed events we never read: the ring restarts after the gap, so
                 # nobody is served a stream with a hole in it (they get TooOld/TooSlow).
@@ -167,7 +173,6 @@ class Hub:
                 self.last = new[-1].revision
                 self._trim()
                 self._wake_waiters()
-        self._maybe_compact()
 
     def _trim(self) -> None:
         excess = len(self._events) - self.ring_size
@@ -190,13 +195,6 @@ class Hub:
             if not loop.is_closed():
                 loop.call_soon_threadsafe(_resolve, future)
 
-    def _maybe_compact(self) -> None:
-        now = time.monotonic()
-        if now - self._floor_read_at > FLOOR_REFRESH_SECONDS:
-            self._floor, self._floor_read_at = compaction.floor(), now
-        if compaction.due(self.last, known_floor=self._floor):
-            self._floor = compaction.compact()
-
     # -- reading ---------------------------------------------------------------------------
 
     def from_ring(self, cursor: int) -> tuple[list[HubEvent], int] | None:
@@ -217,11 +215,20 @@ class Hub:
             self._waiters.append((future.get_loop(), future))
             return True
 
-    def wait_sync(self, cursor: int, timeout: float) -> None:
+    def wait_sync(
+        self, cursor: int, timeout: float, interrupted: Callable[[], bool] = lambda: False
+    ) -> None:
         with self._changed:
-            self._changed.wait_for(lambda: self.last > cursor or self._stop.is_set(), timeout)
+            self._changed.wait_for(
+                lambda: self.last > cursor or self._stop.is_set() or interrupted(), timeout
+            )
             if self._stop.is_set():
                 raise TooSlow
+
+    def interrupt_sync(self) -> None:
+        """Wakes every thread in `wait_sync`, so each can look at its `interrupted` again."""
+        with self._changed:
+            self._changed.notify_all()
 
     def subscribe(
         self,
@@ -326,11 +333,20 @@ class Subscription(_Cursor):
 
 
 class SyncSubscription(_Cursor):
-    """The blocking flavour, for threads such as the controller's."""
+    """The blocking flavour, for threads (the informer's)."""
+
+    closed = False
+
+    def close(self) -> None:
+        """Ends a `next_batch` blocked in another thread at once (it returns []); for stopping."""
+        self.closed = True
+        self.hub.interrupt_sync()
 
     def next_batch(self, timeout: float = POLL_SECONDS) -> list[HubEvent]:
+        """The next events after the cursor; [] when `timeout` passes with nothing new or the
+        subscription is closed."""
         deadline = time.monotonic() + timeout
-        while True:
+        while not self.closed:
             batch = self._from_ring()
             if batch is None:
                 batch = self._take(
@@ -343,7 +359,8 @@ class SyncSubscription(_Cursor):
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return []
-            self.hub.wait_sync(self.cursor, remaining)
+            self.hub.wait_sync(self.cursor, remaining, lambda: self.closed)
+        return []
 
 
 _hub: Hub | None = None
@@ -368,6 +385,13 @@ def shutdown() -> None:
         hub, _hub = _hub, None
     if hub is not None:
         hub.stop()
+
+
+def follow(
+    after: int, resource: str | None = None, namespace: str | None = None
+) -> SyncSubscription:
+    """A blocking subscription on the process's hub (started on first use), for threads."""
+    return get_hub().follow(after, resource, namespace)
 
 
 @asynccontextmanager

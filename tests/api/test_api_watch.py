@@ -158,7 +158,8 @@ def test_it_ends_a_watch_from_a_compacted_revision_with_an_error_event(
     alice: httpx.Client, tag: str
 ) -> None:
     old = create(alice, f"old-{tag}", tag)["metadata"]["resourceVersion"]
-    # A watch makes sure the hub (which compacts) runs; then outgrow the 60-revision window.
+    # A watch makes sure the hub runs; then outgrow the 60-revision window (the writes'
+    # after-commit hook compacts).
     Watcher(alice, f"{DEMO}?watch=1&timeoutSeconds=1&resourceVersion={old}").rest()
     for i in range(80):
         merge(alice, f"old-{tag}", {"metadata": {"annotations": {"i": str(i)}}})

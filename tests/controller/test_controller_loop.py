@@ -21,6 +21,7 @@ from runtimes.controller.loop import Controller
 from runtimes.controller.oci.layout import REF_NAME
 from runtimes.controller.reconcile import runtime_type
 from runtimes.storage import events, store
+from runtimes.watch import hub
 from tests.controller.test_reconcile import (
     LAYOUT_REGISTRY,
     World,
@@ -40,6 +41,15 @@ from tests.support.registry import (  # noqa: F401 - fixtures
 # Threads need committed rows. Serialized rollback restores what the migrations made (the
 # revision counter, project nodus) for the tests after these, as test_console_live does.
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
+
+
+@pytest.fixture(autouse=True)
+def fresh_hub() -> Iterator[None]:
+    """The controller's informer follows the process's hub; each test's database starts its
+    revisions over, so each test gets a hub that starts with it."""
+    hub.shutdown()
+    yield
+    hub.shutdown()
 
 
 @pytest.fixture
@@ -120,7 +130,7 @@ def test_it_makes_a_new_runtime_ready_within_seconds_from_a_registry(
 def test_it_finds_writes_of_other_processes_in_the_event_log(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # No in-process nudges: only polling the event log can find the new runtime.
+    # No in-process nudges: only the hub's polling of the event log can find the new runtime.
     monkeypatch.setattr(events, "subscribe", lambda listener: None)
     image = publish(world.layout, f"{LAYOUT_REGISTRY}/trainers/polled:1", key=world.key)
     config = replace(world.config, poll_seconds=0.3)

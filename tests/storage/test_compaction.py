@@ -102,3 +102,12 @@ def test_it_compacts_every_so_many_commits_without_a_hub(
     assert compaction.floor() == 0  # only every fourth revision looks
     compaction.after_commit(next(r for r in revisions[6:] if r % 4 == 0))
     assert compaction.floor() == revisions[-1] - 3 + 1  # the window, from the current revision
+
+
+def test_it_checks_every_tenth_of_the_window_between_bounds(settings: Any) -> None:
+    settings.NODUS_EVENT_WINDOW = 100_000
+    assert compaction.check_every() == compaction.CHECK_EVERY == 256
+    settings.NODUS_EVENT_WINDOW = 1_000
+    assert compaction.check_every() == 100
+    settings.NODUS_EVENT_WINDOW = 60  # the live watch tests' window: compacted within 80 writes
+    assert compaction.check_every() == compaction.MIN_CHECK_EVERY == 8

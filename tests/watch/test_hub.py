@@ -137,6 +137,18 @@ def test_it_restarts_the_ring_after_a_compaction_gap(rt: Any) -> None:
         follower.next_batch(0)
 
 
+@pytest.mark.django_db
+def test_it_reads_the_log_but_never_compacts_it(rt: Any, settings: Any) -> None:
+    settings.NODUS_EVENT_WINDOW = 2
+    store.create(rt, "demo", runtime_manifest("a"))
+    made = fresh_hub()
+    for i in range(8):
+        touch(rt, "a", str(i))
+    made.pull()
+    assert compaction.due(store.current_revision())
+    assert compaction.floor() == 0  # compaction is the after-commit hook's alone
+
+
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
 async def test_it_wakes_subscribers_after_a_commit_in_this_process(actors: Any) -> None:
     rt = lookup("trainingruntimes")
