@@ -8,12 +8,10 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from tests.support import console as console_fixtures
 from tests.support.api import runtime_manifest
 from tests.support.console import client_for, put_runtime
 
 pytestmark = pytest.mark.django_db
-catalog_data = console_fixtures.catalog_data
 
 FACET_COUNT = r'value="{}"[^>]*>\s*<span class="facet-name">{}</span> <span class="count">{}<'
 

@@ -10,12 +10,10 @@ import yaml
 
 from runtimes.registry.kinds import TRAINING_RUNTIMES
 from runtimes.storage import store
-from tests.support import console as console_fixtures
 from tests.support.api import runtime_manifest
-from tests.support.console import client_for, form_fields, put_runtime
+from tests.support.console import client_for, form_fields, managed_catalog, put_runtime
 
 pytestmark = pytest.mark.django_db
-catalog_data = console_fixtures.catalog_data
 TABS = ("overview", "presets", "estimates", "parameters", "status", "yaml")
 SFT = "/p/nodus/runtimes/sft-qwen3"
 
@@ -64,11 +62,7 @@ def test_it_shows_the_requirements_checklist_and_command(catalog_data: Any) -> N
 
 
 def test_it_draws_sidecars_beside_the_trainer(catalog_data: Any) -> None:
-    grpo = next(
-        m
-        for m in console_fixtures.managed_catalog()
-        if m["spec"].get("defaults", {}).get("sidecars")
-    )
+    grpo = next(m for m in managed_catalog() if m["spec"].get("defaults", {}).get("sidecars"))
     name = grpo["metadata"]["name"]
     body = (
         client_for(catalog_data["bob"]).get(f"/p/nodus/runtimes/{name}/overview").content.decode()

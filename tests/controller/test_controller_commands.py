@@ -16,8 +16,8 @@ from runtimes.controller.oci.client import RegistryClient, RegistrySettings
 from runtimes.controller.oci.errors import SignatureMissing
 from runtimes.controller.oci.layout import LayoutStore
 from runtimes.controller.signing.cosign import TrustedKey, load_private_key, verify_image
-from tests.controller.test_reconcile import create_runtime, make_world, status_of, verified
-from tests.support.registry import RunningRegistry, registry  # noqa: F401 - fixture
+from tests.support.controller import create_runtime, make_world, status_of, verified
+from tests.support.registry import RunningRegistry
 
 
 def run(*args: str) -> str:
@@ -70,7 +70,7 @@ def trusted(key: Path) -> TrustedKey:
 def test_sign_image_signs_an_image_in_the_registry(
     key: Path,
     settings: Any,
-    registry: RunningRegistry,  # noqa: F811
+    registry: RunningRegistry,
 ) -> None:
     settings.NODUS_REGISTRY_ALLOW = registry.host
     with RegistryClient(RegistrySettings(frozenset({registry.host}))) as client:

@@ -22,21 +22,16 @@ from runtimes.controller.oci.layout import REF_NAME
 from runtimes.controller.reconcile import runtime_type
 from runtimes.storage import events, store
 from runtimes.watch import hub
-from tests.controller.test_reconcile import (
+from tests.support.controller import (
     LAYOUT_REGISTRY,
     World,
     create_runtime,
     make_world,
     publish,
-    restart,
     status_of,
     verified,
 )
-from tests.support.registry import (  # noqa: F401 - fixtures
-    RunningRegistry,
-    registry,
-    stoppable_registry,
-)
+from tests.support.registry import RunningRegistry, restart
 
 # Threads need committed rows. Serialized rollback restores what the migrations made (the
 # revision counter, project nodus) for the tests after these, as test_console_live does.
@@ -113,7 +108,7 @@ def test_it_makes_a_new_runtime_ready_within_seconds_from_the_layout(world: Worl
 
 def test_it_makes_a_new_runtime_ready_within_seconds_from_a_registry(
     world: World,
-    registry: RunningRegistry,  # noqa: F811
+    registry: RunningRegistry,
 ) -> None:
     world.allowed.add(registry.host)
     with world.client() as client:
@@ -155,7 +150,7 @@ def test_it_starts_by_finishing_every_runtime_left_pending(world: World) -> None
 
 def test_it_backs_off_while_the_registry_is_down_and_recovers(
     world: World,
-    stoppable_registry: RunningRegistry,  # noqa: F811
+    stoppable_registry: RunningRegistry,
 ) -> None:
     world.allowed.add(stoppable_registry.host)
     with world.client() as client:

@@ -33,7 +33,7 @@ from runtimes.controller.signing.cosign import (
     signature_tag,
     verify_image,
 )
-from tests.support.registry import RunningRegistry, registry  # noqa: F401 - fixture
+from tests.support.registry import RunningRegistry
 
 NAME = "registry.test/team/sft"
 
@@ -251,7 +251,7 @@ def test_it_refuses_keys_that_are_not_ecdsa_p256() -> None:
 
 
 def test_it_signs_and_verifies_in_a_real_registry(
-    registry: RunningRegistry,  # noqa: F811
+    registry: RunningRegistry,
     alice: KeyPair,
     mallory: KeyPair,
 ) -> None:

@@ -26,12 +26,7 @@ from runtimes.controller.oci.media import (
     OCI_MANIFEST,
 )
 from runtimes.controller.oci.reference import parse_reference
-from tests.support.registry import (  # noqa: F401 - fixtures
-    RunningRegistry,
-    registry,
-    stoppable_registry,
-    stub_server,
-)
+from tests.support.registry import RunningRegistry, stub_server
 
 MIB = 1 << 20
 
@@ -41,7 +36,7 @@ def client_for(*hosts: str, **overrides: float | int) -> RegistryClient:
 
 
 @pytest.fixture
-def client(registry: RunningRegistry) -> Iterator[RegistryClient]:  # noqa: F811
+def client(registry: RunningRegistry) -> Iterator[RegistryClient]:
     with client_for(registry.host) as opened:
         yield opened
 
@@ -64,7 +59,7 @@ def sha256(content: bytes) -> str:
 
 def test_it_pushes_and_resolves_an_oci_image(
     client: RegistryClient,
-    registry: RunningRegistry,  # noqa: F811
+    registry: RunningRegistry,
 ) -> None:
     digest = build_image(client, registry.ref("team/sft:v1"), user="trainer")
 
@@ -80,7 +75,7 @@ def test_it_pushes_and_resolves_an_oci_image(
 
 def test_it_reads_root_when_the_config_names_no_user(
     client: RegistryClient,
-    registry: RunningRegistry,  # noqa: F811
+    registry: RunningRegistry,
 ) -> None:
     build_image(client, registry.ref("team/nouser:v1"), user=None)
     assert client.resolve(registry.ref("team/nouser:v1")).user == "root"
@@ -91,7 +86,7 @@ def test_it_reads_root_when_the_config_names_no_user(
 )
 def test_it_picks_linux_amd64_from_an_index(
     client: RegistryClient,
-    registry: RunningRegistry,  # noqa: F811
+    registry: RunningRegistry,
     docker: bool,
     media_type: str,
 ) -> None:
@@ -110,7 +105,7 @@ def test_it_picks_linux_amd64_from_an_index(
 
 def test_it_resolves_docker_v2_schema2_manifests(
     client: RegistryClient,
-    registry: RunningRegistry,  # noqa: F811
+    registry: RunningRegistry,
 ) -> None:
     digest = build_image(client, registry.ref("team/docker:v1"), user="1000:1000", docker=True)
     resolved = client.resolve(registry.ref(f"team/docker@{digest}"))
@@ -119,7 +114,7 @@ def test_it_resolves_docker_v2_schema2_manifests(
 
 def test_it_reports_missing_tags_repositories_and_digests_as_image_not_found(
     client: RegistryClient,
-    registry: RunningRegistry,  # noqa: F811
+    registry: RunningRegistry,
 ) -> None:
     build_image(client, registry.ref("team/present:v1"))
     for missing in (
@@ -134,7 +129,7 @@ def test_it_reports_missing_tags_repositories_and_digests_as_image_not_found(
 
 def test_it_refuses_bytes_that_do_not_hash_to_the_pinned_digest(
     client: RegistryClient,
-    registry: RunningRegistry,  # noqa: F811
+    registry: RunningRegistry,
 ) -> None:
     digest = build_image(client, registry.ref("team/tampered:v1"), user="trainer")
     hex_digest = digest.removeprefix("sha256:")
@@ -170,7 +165,7 @@ def test_it_refuses_registries_off_the_allow_list_without_connecting() -> None:
 
 def test_it_refuses_manifests_over_the_configured_limit(
     client: RegistryClient,
-    registry: RunningRegistry,  # noqa: F811
+    registry: RunningRegistry,
 ) -> None:
     build_image(client, registry.ref("team/big:base"))
     manifest = json.loads(raw_manifest(registry, "team/big", "base"))
@@ -217,7 +212,7 @@ def test_it_allows_manifests_up_to_four_mib_by_default(size: int, refused: bool)
 
 
 def test_it_refuses_configs_over_the_limit_before_fetching_them(
-    registry: RunningRegistry,  # noqa: F811
+    registry: RunningRegistry,
 ) -> None:
     with client_for(registry.host) as writer:
         build_image(writer, registry.ref("team/bigconfig:v1"), user="trainer")
@@ -266,7 +261,7 @@ def test_it_refuses_a_declared_oversize_body_before_reading_it() -> None:
 
 
 def test_it_reports_a_stopped_registry_as_transient(
-    stoppable_registry: RunningRegistry,  # noqa: F811
+    stoppable_registry: RunningRegistry,
 ) -> None:
     with client_for(stoppable_registry.host) as client:
         build_image(client, stoppable_registry.ref("team/sft:v1"))
@@ -330,7 +325,7 @@ def test_it_uses_https_off_loopback_and_plain_http_on_loopback() -> None:
 
 def test_it_reuses_blobs_the_registry_already_has(
     client: RegistryClient,
-    registry: RunningRegistry,  # noqa: F811
+    registry: RunningRegistry,
     tmp_path: Path,
 ) -> None:
     ref = parse_reference(registry.ref("team/blobs"))

@@ -16,7 +16,7 @@ from runtimes.controller.oci.errors import (
 )
 from runtimes.controller.oci.layout import LayoutStore
 from runtimes.controller.signing.cosign import KeyPair, generate_key_pair, sign
-from tests.support.registry import RunningRegistry, stoppable_registry  # noqa: F401 - fixture
+from tests.support.registry import RunningRegistry
 
 NAME = "registry.nodus.local/trainers/sft"
 
@@ -106,7 +106,7 @@ def test_it_raises_image_errors_whether_or_not_signatures_are_required(
 
 
 def test_it_lets_transient_failures_through_for_retry(
-    stoppable_registry: RunningRegistry,  # noqa: F811
+    stoppable_registry: RunningRegistry,
     trusted: KeyPair,
 ) -> None:
     settings = RegistrySettings(allowed_registries=frozenset({stoppable_registry.host}))

@@ -6,123 +6,32 @@ status back, so every failure reason is checked end to end, down to what the sto
 
 from __future__ import annotations
 
-import itertools
 import json
-import subprocess
-import time
-from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from runtimes.controller.oci.auth import Credential
-from runtimes.controller.oci.builder import build_image
-from runtimes.controller.oci.client import RegistryClient, RegistrySettings
-from runtimes.controller.oci.layout import LayoutStore
-from runtimes.controller.oci.sources import ImageSources
 from runtimes.controller.reconcile import Reconciler, runtime_type
-from runtimes.controller.settings import ControllerSettings, TrustedKeys
-from runtimes.controller.signing.cosign import KeyPair, generate_key_pair, sign
+from runtimes.controller.signing.cosign import generate_key_pair
 from runtimes.storage import store
-from runtimes.storage.models import Event, Project, RevisionCounter
-from tests.support.api import runtime_manifest
-from tests.support.registry import (  # noqa: F401 - fixtures
-    REGISTRY_BINARY,
-    RunningRegistry,
-    basic_auth_registry,
-    registry,
-    stoppable_registry,
-    stub_server,
+from runtimes.storage.models import Event
+from tests.support.controller import (
+    LAYOUT_REGISTRY,
+    World,
+    create_runtime,
+    make_world,
+    publish,
+    status_of,
+    verified,
 )
-
-LAYOUT_REGISTRY = "registry.nodus.dev"
-
-
-@dataclass
-class World:
-    """A trusted key pair, an image layout and the settings a controller gets for them."""
-
-    root: Path
-    key: KeyPair
-    layout: LayoutStore
-    allowed: set[str] = field(default_factory=set)
-    credentials: dict[str, Credential] = field(default_factory=dict)
-    times: Iterator[str] = field(
-        default_factory=lambda: (
-            f"2026-01-01T00:{n // 60:02d}:{n % 60:02d}Z" for n in itertools.count()
-        )
-    )
-
-    @property
-    def config(self) -> ControllerSettings:
-        return ControllerSettings(
-            registry=RegistrySettings(
-                allowed_registries=frozenset(self.allowed),
-                credentials=dict(self.credentials),
-                timeout=2.0,
-            ),
-            layout_root=self.layout.root,
-            trusted_key_paths=(self.root / "cosign.pub",),
-            resync_seconds=300,
-            poll_seconds=0.2,
-            backoff_base=0.2,
-            backoff_max=1.0,
-            lock_path=self.root / "controller.lock",
-        )
-
-    def reconciler(self) -> Reconciler:
-        config = self.config
-        sources = ImageSources(config.layout_root, config.registry)
-        # A clock that ticks once per reading: a rewritten timestamp cannot go unnoticed.
-        return Reconciler(
-            sources, TrustedKeys(config.trusted_key_paths).current, clock=lambda: next(self.times)
-        )
-
-    def client(self) -> RegistryClient:
-        return RegistryClient(self.config.registry)
-
-
-def make_world(root: Path) -> World:
-    key = generate_key_pair()
-    (root / "cosign.pub").write_bytes(key.public_pem)
-    # A transactional test's flush empties the migration-made counter row: put it back.
-    RevisionCounter.objects.get_or_create(pk=1)
-    for name in ("nodus", "demo"):
-        Project.objects.get_or_create(name=name)
-    return World(root=root, key=key, layout=LayoutStore(root / "layout"))
+from tests.support.registry import RunningRegistry, restart, stub_server
 
 
 @pytest.fixture
 def world(db: Any, tmp_path: Path) -> World:
     return make_world(tmp_path)
-
-
-def publish(
-    source: Any, ref: str, *, user: str | None = "trainer", key: KeyPair | None = None
-) -> str:
-    """Builds ``ref`` into ``source``, signs it with ``key`` if given; returns it pinned."""
-    digest = build_image(source, ref, user=user)
-    pinned = f"{ref}@{digest}"
-    if key is not None:
-        sign(source, pinned, key.private_pem)
-    return pinned
-
-
-def create_runtime(namespace: str, name: str, image: str) -> dict[str, Any]:
-    body = runtime_manifest(name, namespace, image=image)
-    return store.create(runtime_type(), namespace, body).object
-
-
-def status_of(namespace: str, name: str) -> dict[str, Any]:
-    return store.get(runtime_type(), namespace, name).get("status", {})
-
-
-def verified(status: dict[str, Any]) -> dict[str, Any]:
-    [condition] = [c for c in status["conditions"] if c["type"] == "Verified"]
-    return condition
 
 
 def change_image(namespace: str, name: str, image: str) -> None:
@@ -297,7 +206,7 @@ def test_it_refuses_a_registry_off_the_allow_list_without_contacting_it(world: W
 
 def test_it_verifies_signatures_pushed_to_a_registry(
     world: World,
-    registry: RunningRegistry,  # noqa: F811
+    registry: RunningRegistry,
 ) -> None:
     world.allowed.add(registry.host)
     with world.client() as client:
@@ -333,7 +242,7 @@ def test_it_verifies_signatures_pushed_to_a_registry(
 
 def test_it_fails_an_image_the_registry_does_not_have(
     world: World,
-    registry: RunningRegistry,  # noqa: F811
+    registry: RunningRegistry,
 ) -> None:
     world.allowed.add(registry.host)
     create_runtime("demo", "ghost", registry.ref(f"pub/ghost@sha256:{'2' * 64}"))
@@ -346,7 +255,7 @@ def test_it_fails_an_image_the_registry_does_not_have(
 
 def test_it_needs_credentials_for_a_registry_that_demands_them(
     world: World,
-    basic_auth_registry: RunningRegistry,  # noqa: F811
+    basic_auth_registry: RunningRegistry,
 ) -> None:
     host = basic_auth_registry.host
     world.allowed.add(host)
@@ -369,26 +278,9 @@ def test_it_needs_credentials_for_a_registry_that_demands_them(
     )
 
 
-def restart(running: RunningRegistry) -> None:
-    """Starts docker-registry again with the same config: same port, same storage."""
-    folder = running.storage.parent
-    log = (folder / "registry.log").open("ab")
-    running.process = subprocess.Popen(
-        [str(REGISTRY_BINARY), "serve", str(folder / "config.yml")], stdout=log, stderr=log
-    )
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline:
-        try:
-            httpx.get(f"http://{running.host}/v2/", timeout=1)
-            return
-        except httpx.TransportError:
-            time.sleep(0.05)
-    raise RuntimeError("docker-registry did not come back")
-
-
 def test_it_keeps_a_runtime_pending_while_the_registry_is_down(
     world: World,
-    stoppable_registry: RunningRegistry,  # noqa: F811
+    stoppable_registry: RunningRegistry,
 ) -> None:
     world.allowed.add(stoppable_registry.host)
     with world.client() as client:

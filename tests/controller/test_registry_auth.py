@@ -7,14 +7,7 @@ from runtimes.controller.oci.auth import Challenge, Credential, fetch_token, par
 from runtimes.controller.oci.builder import build_image
 from runtimes.controller.oci.client import RegistryClient, RegistrySettings
 from runtimes.controller.oci.errors import RegistryRefused, RegistryUnauthorized
-from tests.support.registry import (  # noqa: F401 - fixtures
-    TOKEN_SERVICE,
-    USERNAME,
-    RunningRegistry,
-    TokenServer,
-    basic_auth_registry,
-    token_registry,
-)
+from tests.support.registry import TOKEN_SERVICE, USERNAME, RunningRegistry, TokenServer
 
 
 def client_for(host: str, credential: Credential | None) -> RegistryClient:
@@ -59,7 +52,7 @@ def test_it_never_sends_credentials_to_a_plain_http_realm_off_loopback() -> None
 
 
 @pytest.fixture
-def basic(basic_auth_registry: RunningRegistry) -> RunningRegistry:  # noqa: F811
+def basic(basic_auth_registry: RunningRegistry) -> RunningRegistry:
     return basic_auth_registry
 
 
@@ -82,7 +75,7 @@ def test_it_reports_refused_basic_credentials(
 
 
 def test_it_follows_the_bearer_token_flow(
-    token_registry: tuple[RunningRegistry, TokenServer],  # noqa: F811
+    token_registry: tuple[RunningRegistry, TokenServer],
 ) -> None:
     registry, tokens = token_registry
     with client_for(registry.host, Credential(USERNAME, tokens.password)) as client:
@@ -100,7 +93,7 @@ def test_it_follows_the_bearer_token_flow(
 
 @pytest.mark.parametrize("credential", [None, Credential(USERNAME, "wrong")])
 def test_it_reports_a_token_that_grants_nothing(
-    token_registry: tuple[RunningRegistry, TokenServer],  # noqa: F811
+    token_registry: tuple[RunningRegistry, TokenServer],
     credential: Credential | None,
 ) -> None:
     registry, tokens = token_registry

@@ -1,4 +1,7 @@
-"""Fixtures shared by the console's view tests: runtimes in `demo` and the managed catalog."""
+"""Helpers for the console's view tests: runtimes put in the store as the controller leaves
+them, the managed catalog, signed-in clients, and what a browser would submit from a form.
+
+The `catalog_data` fixture built from them lives in tests/console/conftest.py."""
 
 from __future__ import annotations
 
@@ -7,7 +10,6 @@ from html import unescape
 from html.parser import HTMLParser
 from typing import Any
 
-import pytest
 from django.http import QueryDict
 from django.test import Client
 
@@ -15,8 +17,6 @@ from runtimes.apimachinery.meta import Obj
 from runtimes.registry.kinds import TRAINING_RUNTIMES
 from runtimes.registry.seeding import MANAGED_CATALOG, load_manifests
 from runtimes.storage import store
-from runtimes.storage.models import Project
-from tests.support.api import runtime_manifest
 
 
 def put_runtime(namespace: str, manifest: Obj, phase: str | None = None) -> Obj:
@@ -37,31 +37,6 @@ def put_runtime(namespace: str, manifest: Obj, phase: str | None = None) -> Obj:
 
 def managed_catalog() -> list[Obj]:
     return [copy.deepcopy(m) for m in load_manifests(MANAGED_CATALOG)]
-
-
-@pytest.fixture
-def catalog_data(actors: dict[str, Any]) -> dict[str, Any]:
-    """alice's demo project holds two runtimes; the managed project holds the whole catalog."""
-    Project.objects.get_or_create(name="nodus")
-    Project.objects.get_or_create(name="secret")
-    for manifest in managed_catalog():
-        put_runtime("nodus", manifest, phase="Ready")
-    sft = runtime_manifest(
-        "sft-demo",
-        defaults={"resources": {"gpu": {"type": ["H100"], "count": 1}}},
-        estimate={"secondsPerStep": {"h100-80g": 0.5}},
-        presets=[
-            {
-                "model": "Qwen/Qwen3-0.6B",
-                "method": "LoRA",
-                "resources": {"gpu": {"type": ["H100"], "count": 1}},
-            }
-        ],
-    )
-    put_runtime("demo", sft, phase="Ready")
-    put_runtime("demo", runtime_manifest("eval-demo", task="Evaluate", modes=["Evaluate"]))
-    put_runtime("secret", runtime_manifest("hidden-runtime"))
-    return actors
 
 
 def client_for(user: Any) -> Client:

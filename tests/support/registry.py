@@ -1,8 +1,9 @@
 """Real local registries for tests: Debian's docker-registry, anonymous, htpasswd or token auth.
 
-Import the fixtures you need into a test module (``from tests.support.registry import registry``).
-Each registry runs on a free loopback port with its own config and storage in a temp folder;
-the token variant comes with a small token server that signs ES256 JWTs with a throwaway key.
+The fixtures that start them live in tests/controller/conftest.py. Each registry runs on a free
+loopback port with its own config and storage in a temp folder; the token variant comes with a
+small token server that signs ES256 JWTs with a throwaway key. ``stub_server`` answers GETs
+with whatever a test wants, for registry misbehaviour docker-registry cannot produce.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 import httpx
-import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
@@ -95,24 +95,21 @@ def start_registry(folder: Path, auth: dict[str, Any] | None = None) -> RunningR
     raise RuntimeError("docker-registry did not start within 15 s")
 
 
-@pytest.fixture(scope="module")
-def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningRegistry]:
-    """An anonymous registry shared by a module's tests (they use distinct repositories)."""
-    if not REGISTRY_BINARY.exists():
-        pytest.skip("needs Debian's docker-registry (apt-get install -y docker-registry)")
-    running = start_registry(tmp_path_factory.mktemp("registry"))
-    yield running
-    running.stop()
-
-
-@pytest.fixture
-def stoppable_registry(tmp_path: Path) -> Iterator[RunningRegistry]:
-    """A registry of this test's own, which the test may stop."""
-    if not REGISTRY_BINARY.exists():
-        pytest.skip("needs Debian's docker-registry (apt-get install -y docker-registry)")
-    running = start_registry(tmp_path / "registry")
-    yield running
-    running.stop()
+def restart(running: RunningRegistry) -> None:
+    """Starts docker-registry again with the same config: same port, same storage."""
+    folder = running.storage.parent
+    log = (folder / "registry.log").open("ab")
+    running.process = subprocess.Popen(
+        [str(REGISTRY_BINARY), "serve", str(folder / "config.yml")], stdout=log, stderr=log
+    )
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        try:
+            httpx.get(f"http://{running.host}/v2/", timeout=1)
+            return
+        except httpx.TransportError:
+            time.sleep(0.05)
+    raise RuntimeError("docker-registry did not come back")
 
 
 def htpasswd_line(username: str, password: str) -> str:
@@ -126,24 +123,6 @@ def htpasswd_line(username: str, password: str) -> str:
         return result.stdout.strip()
     hashed = bcrypt.hashpw(password.encode(), bcrypt.gensalt()).decode()
     return f"{username}:{hashed}"
-
-
-@pytest.fixture(scope="module")
-def basic_auth_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningRegistry]:
-    if not REGISTRY_BINARY.exists():
-        pytest.skip("needs Debian's docker-registry (apt-get install -y docker-registry)")
-    folder = tmp_path_factory.mktemp("basic-registry")
-    password = secrets.token_urlsafe(12)
-    try:
-        line = htpasswd_line(USERNAME, password)
-    except FileNotFoundError:
-        pytest.skip("needs the bcrypt module or htpasswd (apt-get install -y apache2-utils)")
-    (folder / "htpasswd").write_text(line + "\n")
-    auth = {"htpasswd": {"realm": "nodus-test", "path": str(folder / "htpasswd")}}
-    running = start_registry(folder, auth)
-    running.password = password
-    yield running
-    running.stop()
 
 
 @dataclass
@@ -234,33 +213,6 @@ def serve_token_server(server: TokenServer) -> ThreadingHTTPServer:
     threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True).start()
     server.url = f"http://127.0.0.1:{httpd.server_address[1]}/token"
     return httpd
-
-
-@pytest.fixture(scope="module")
-def token_registry(
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[tuple[RunningRegistry, TokenServer]]:
-    """A registry with ``auth: token`` and the token server it trusts."""
-    if not REGISTRY_BINARY.exists():
-        pytest.skip("needs Debian's docker-registry (apt-get install -y docker-registry)")
-    folder = tmp_path_factory.mktemp("token-registry")
-    tokens = TokenServer(password=secrets.token_urlsafe(12))
-    httpd = serve_token_server(tokens)
-    (folder / "issuer.pem").write_bytes(tokens.certificate_pem())
-    auth = {
-        "token": {
-            "realm": tokens.url,
-            "service": TOKEN_SERVICE,
-            "issuer": TOKEN_ISSUER,
-            "rootcertbundle": str(folder / "issuer.pem"),
-        }
-    }
-    running = start_registry(folder, auth)
-    running.password = tokens.password
-    yield running, tokens
-    running.stop()
-    httpd.shutdown()
-    httpd.server_close()
 
 
 @dataclass
