@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -12,6 +13,7 @@ from runtimes.api import media
 from runtimes.api.options import WriteOptions, write_options
 from runtimes.api.patching import manager_name
 from runtimes.apimachinery import errors
+from runtimes.registry import authorization
 from runtimes.registry.kinds import lookup
 from runtimes.registry.resources import ResourceType
 from runtimes.storage import store
@@ -34,7 +36,21 @@ def respond(data: Any, status: int = 200, warnings: list[str] | None = None) -> 
     return response
 
 
+class DeclaredAccess(BasePermission):
+    """DRF's permission step checks the view's declaration before the view resolves its URL's
+    kind, so only the caller: an anonymous request gets 401 before any 404. `KubeView.initial`
+    checks the role once the kind is known."""
+
+    def has_permission(self, request: Request, view: Any) -> bool:
+        authorization.check(request.user, view.access, request.method or "GET")
+        return True
+
+
 class KubeView(APIView):
+    # What the endpoint asks of its caller (runtimes.registry.authorization); every concrete
+    # view declares its own.
+    access: authorization.Access
+    permission_classes = [DeclaredAccess]
     content_negotiation_class = media.KubeNegotiation
     renderer_classes = [media.KubeJSONRenderer]
     parser_classes = [media.KubeJSONParser, media.YAMLParser]
@@ -73,6 +89,19 @@ class KubeView(APIView):
         self.rendering = media.accepted_as(request, self.renderings)
         if self.rendering is None:
             raise media.not_acceptable()
+        self.refuse_unservable(request)
+        authorization.check(
+            request.user,
+            self.access,
+            request.method or "GET",
+            kwargs.get("namespace") or "",
+            kwargs.get("name", ""),
+            getattr(self, "rt", None),
+        )
+
+    def refuse_unservable(self, request: Request) -> None:
+        """Raises for a request this view cannot serve whoever sends it (a method at the wrong
+        scope, a body of the wrong media type): answered before the role check, as always."""
 
     def write_context(
         self, request: Request, kind: str, apply: bool = False

@@ -25,10 +25,14 @@ DRAFT_KIND = "TrainingJob"
 
 
 class CompileView(KubeView):
-    def post(self, request: Request, plural: str, namespace: str, name: str) -> Response:
-        if self.rt.plural != "trainingruntimes":
+    # Compiling reads the runtime and stores nothing: `get` is what it needs.
+    access = authorization.role({"POST": "get"})
+
+    def refuse_unservable(self, request: Request) -> None:
+        if request.method == "POST" and self.rt.plural != "trainingruntimes":
             raise errors.ApiError("NotFound", "the server could not find the requested resource")
-        authorization.authorize(request.user, "get", self.rt, namespace, name)
+
+    def post(self, request: Request, plural: str, namespace: str, name: str) -> Response:
         draft = self.body_object(request)
         try:
             runtime = store.get(self.rt, namespace, name)

@@ -11,7 +11,6 @@ import hashlib
 import platform
 from typing import Any
 
-from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -19,6 +18,7 @@ from runtimes.api import media
 from runtimes.api.base import KubeView, respond
 from runtimes.apimachinery import errors
 from runtimes.apimachinery.meta import API_VERSION, GROUP, VERSION
+from runtimes.registry import authorization
 from runtimes.registry.kinds import all_kinds
 from runtimes.registry.resources import ResourceType
 from runtimes.storage.models import Project
@@ -126,8 +126,11 @@ def aggregated(core: bool) -> dict[str, Any]:
     }
 
 
+DISCOVERY = authorization.signed_in("names kinds and verbs, never an object")
+
+
 class VersionView(KubeView):
-    permission_classes = [AllowAny]
+    access = authorization.public("the server's version, as kube-apiserver's /version")
 
     def get(self, request: Request) -> Response:
         return respond(
@@ -144,6 +147,7 @@ class VersionView(KubeView):
 
 
 class _DiscoveryView(KubeView):
+    access = DISCOVERY
     renderings = ("APIGroupDiscoveryList",)
     core = False
 
@@ -174,17 +178,23 @@ class GroupsDiscoveryView(_DiscoveryView):
 
 
 class GroupView(KubeView):
+    access = DISCOVERY
+
     def get(self, request: Request) -> Response:
         return respond(api_group())
 
 
 class GroupVersionView(KubeView):
+    access = DISCOVERY
+
     def get(self, request: Request) -> Response:
         return respond(api_resource_list())
 
 
 class NamespaceView(KubeView):
     """Projects answer as core/v1 Namespaces: kubectl asks after any 404 on an object."""
+
+    access = authorization.signed_in("project names are no secret to signed-in users")
 
     def get(self, request: Request, name: str) -> Response:
         project = Project.objects.filter(name=name).first()
@@ -204,6 +214,7 @@ class NamespaceView(KubeView):
         )
 
 
+@authorization.declare(authorization.public("answers 404 to everyone: it names nothing"))
 def unknown_path(request: Any) -> Any:
     from runtimes.api.status import status_response
 

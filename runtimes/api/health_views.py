@@ -20,9 +20,11 @@ from runtimes.api import health
 from runtimes.api import metrics as instruments
 from runtimes.api.status import status_response
 from runtimes.apimachinery import errors
+from runtimes.registry import authorization
 from runtimes.storage.models import RevisionCounter
 
 _TEXT = "text/plain; charset=utf-8"
+HEALTH = authorization.public("load balancers ask without credentials, as kube-apiserver's")
 
 
 def _not_found(request: HttpRequest) -> HttpResponse:
@@ -56,18 +58,22 @@ async def _one(request: HttpRequest, checks: dict[str, health.CheckFn], name: st
     return HttpResponse(f"[-]{name} failed: reason withheld\n", status=500, content_type=_TEXT)
 
 
+@authorization.declare(HEALTH)
 async def livez(request: HttpRequest) -> HttpResponse:
     return await _all(request, "livez", health.LIVEZ_CHECKS)
 
 
+@authorization.declare(HEALTH)
 async def readyz(request: HttpRequest) -> HttpResponse:
     return await _all(request, "readyz", health.READYZ_CHECKS)
 
 
+@authorization.declare(HEALTH)
 async def livez_check(request: HttpRequest, name: str) -> HttpResponse:
     return await _one(request, health.LIVEZ_CHECKS, name)
 
 
+@authorization.declare(HEALTH)
 async def readyz_check(request: HttpRequest, name: str) -> HttpResponse:
     return await _one(request, health.READYZ_CHECKS, name)
 
@@ -95,6 +101,9 @@ def may_scrape(request: HttpRequest, caller: Any) -> bool:
     return _loopback(request) or bool(getattr(caller, "is_staff", False))
 
 
+@authorization.declare(
+    authorization.own_rule("loopback, staff or NODUS_METRICS_ANONYMOUS: see may_scrape")
+)
 def metrics(request: HttpRequest) -> HttpResponse:
     caller = _caller(request)
     if not may_scrape(request, caller):

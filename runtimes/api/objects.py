@@ -12,6 +12,7 @@ from runtimes.api.base import KubeView, respond
 from runtimes.api.options import delete_options
 from runtimes.apimachinery import errors
 from runtimes.registry import authorization
+from runtimes.registry.authorization import WATCH
 from runtimes.storage import store
 
 
@@ -31,19 +32,15 @@ def deleted_status(rt: Any, obj: dict[str, Any]) -> dict[str, Any]:
 
 
 class CollectionView(KubeView):
+    # A list across projects (no namespace in the URL) is allowed to everyone signed in and
+    # holds only the projects each may read (listing.readable_namespaces).
+    access = authorization.role(
+        {"GET": "list", WATCH: "watch", "POST": "create", "DELETE": "deletecollection"}
+    )
     renderings = ("Table",)
 
-    def get(self, request: Request, plural: str, namespace: str | None = None) -> Response:
-        access_ns = namespace or ""
-        if namespace is not None:
-            authorization.authorize(request.user, "list", self.rt, access_ns)
-            store.ensure_namespace(self.rt, namespace)
-        elif not self.rt.namespaced or not request.user.is_authenticated:
-            authorization.authorize(request.user, "list", self.rt, "")
-        return listing.list_response(self, request, namespace)
-
-    def post(self, request: Request, plural: str, namespace: str | None = None) -> Response:
-        if self.rt.namespaced and namespace is None:
+    def refuse_unservable(self, request: Request) -> None:
+        if request.method == "POST" and self.rt.namespaced and "namespace" not in self.kwargs:
             raise errors.ApiError(
                 "MethodNotAllowed",
                 f'create is not supported on resources of kind "{self.rt.plural}.{self.rt.group}" '
@@ -51,7 +48,13 @@ class CollectionView(KubeView):
                 fix="Create in a project: POST to /apis/nodus.dev/v1beta1/namespaces/PROJECT/"
                 f"{self.rt.plural} (`kubectl create -n PROJECT -f ...`).",
             )
-        authorization.authorize(request.user, "create", self.rt, namespace or "")
+
+    def get(self, request: Request, plural: str, namespace: str | None = None) -> Response:
+        if namespace is not None:
+            store.ensure_namespace(self.rt, namespace)
+        return listing.list_response(self, request, namespace)
+
+    def post(self, request: Request, plural: str, namespace: str | None = None) -> Response:
         body = self.body_object(request)
         self.check_identity(body, namespace)
         options, decoding, manager = self.write_context(request, "CreateOptions")
@@ -66,7 +69,6 @@ class CollectionView(KubeView):
         return respond(result.object, 201, decoding + result.warnings)
 
     def delete(self, request: Request, plural: str, namespace: str | None = None) -> Response:
-        authorization.authorize(request.user, "deletecollection", self.rt, namespace or "")
         options = delete_options(request.query_params, request.data)
         objects = listing.select(self, request, namespace)
         gone = []
@@ -89,6 +91,12 @@ class CollectionView(KubeView):
 
 
 class ItemView(KubeView):
+    access = authorization.role(
+        {"GET": "get", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
+    )
+    # An apply that finds nothing creates the object (kube's forceAllowCreate), so it needs
+    # create as well; checked when the store says the object is missing.
+    apply_creates = authorization.role({"PATCH": "create"})
     renderings = ("Table",)
     parser_classes = [
         media.KubeJSONParser,
@@ -97,7 +105,10 @@ class ItemView(KubeView):
         media.JSONPatchParser,
         media.ApplyPatchParser,
     ]
-    subresource = ""
+
+    @property
+    def subresource(self) -> str:
+        return self.access.subresource
 
     @property
     def accepted_media_types(self) -> list[str]:  # type: ignore[override]
@@ -108,12 +119,15 @@ class ItemView(KubeView):
     def _namespace(self, namespace: str | None) -> str:
         return namespace or ""
 
+    def refuse_unservable(self, request: Request) -> None:
+        if request.method == "PUT":
+            self._check_content_type(request, (media.JSON, media.YAML))
+        elif request.method == "PATCH":
+            self._check_content_type(request, media.PATCH_TYPES)
+
     def get(
         self, request: Request, plural: str, name: str, namespace: str | None = None
     ) -> Response:
-        authorization.authorize(
-            request.user, "get", self.rt, self._namespace(namespace), name, self.subresource
-        )
         obj = self._get_or_explain(namespace, name)
         return listing.object_response(self, request, obj)
 
@@ -128,10 +142,6 @@ class ItemView(KubeView):
     def put(
         self, request: Request, plural: str, name: str, namespace: str | None = None
     ) -> Response:
-        self._check_content_type(request, (media.JSON, media.YAML))
-        authorization.authorize(
-            request.user, "update", self.rt, self._namespace(namespace), name, self.subresource
-        )
         body = self.body_object(request)
         self.check_identity(body, namespace, name)
         options, decoding, manager = self.write_context(request, "UpdateOptions")
@@ -152,9 +162,6 @@ class ItemView(KubeView):
         self, request: Request, plural: str, name: str, namespace: str | None = None
     ) -> Response:
         content_type = self._check_content_type(request, media.PATCH_TYPES)
-        authorization.authorize(
-            request.user, "patch", self.rt, self._namespace(namespace), name, self.subresource
-        )
         apply = content_type == media.APPLY_PATCH
         body = request.data
         options, decoding, manager = self.write_context(request, "PatchOptions", apply=apply)
@@ -173,8 +180,13 @@ class ItemView(KubeView):
                 current = None
             if current is None:
                 # Apply creates what does not exist yet (kube: forceAllowCreate).
-                authorization.authorize(
-                    request.user, "create", self.rt, self._namespace(namespace), name
+                authorization.check(
+                    request.user,
+                    self.apply_creates,
+                    "PATCH",
+                    self._namespace(namespace),
+                    name,
+                    self.rt,
                 )
                 applied = change({})
                 applied.setdefault("metadata", {}).setdefault("name", name)
@@ -218,7 +230,6 @@ class ItemView(KubeView):
                 f'delete is not supported on resources of kind "{self.rt.plural}/{self.subresource}'
                 f'.{self.rt.group}"',
             )
-        authorization.authorize(request.user, "delete", self.rt, self._namespace(namespace), name)
         options = delete_options(request.query_params, request.data)
         self._get_or_explain(namespace, name)
         result = store.delete(
@@ -249,9 +260,12 @@ class ItemView(KubeView):
 
 
 class StatusView(ItemView):
-    subresource = "status"
+    # DELETE is not served: the item's handler answers 405 for a subresource.
+    access = authorization.role(
+        {"GET": "get", "PUT": "update", "PATCH": "patch"}, subresource="status"
+    )
 
-    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
-        super().initial(request, *args, **kwargs)
+    def refuse_unservable(self, request: Request) -> None:
         if self.rt.status_strategy is None:
             raise errors.ApiError("NotFound", "the server could not find the requested resource")
+        super().refuse_unservable(request)

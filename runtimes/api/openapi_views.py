@@ -17,12 +17,18 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from runtimes.api.base import KubeView, respond
-from runtimes.registry import openapi
+from runtimes.registry import authorization, openapi
 
 ONE_YEAR_SECONDS = 365 * 24 * 3600
 
 
+# The schema of the kinds, for `kubectl explain` and `apply`: no object is in it.
+SCHEMA = authorization.signed_in("the kinds' schema, never an object")
+
+
 class OpenAPIIndexView(KubeView):
+    access = SCHEMA
+
     def get(self, request: Request) -> Response:
         response = respond(openapi.openapi_v3_discovery())
         # The index names the current hash, so it must never be served from a cache.
@@ -31,6 +37,8 @@ class OpenAPIIndexView(KubeView):
 
 
 class OpenAPIGroupVersionView(KubeView):
+    access = SCHEMA
+
     def get(self, request: Request) -> HttpResponseBase:
         current = openapi.openapi_v3_hash()
         wanted = request.query_params.get("hash")

@@ -11,6 +11,7 @@ from django.views.decorators.csrf import csrf_exempt
 
 from runtimes.api import compile_view, discovery, health_views, objects, openapi_views
 from runtimes.apimachinery.meta import API_VERSION, GROUP
+from runtimes.registry import authorization
 
 GV = f"apis/{API_VERSION}"
 
@@ -23,12 +24,13 @@ def _is_watch(request: HttpRequest) -> bool:
 
 
 @csrf_exempt
+@authorization.declare(objects.CollectionView.access)
 async def collection(request: HttpRequest, **kwargs: Any) -> HttpResponseBase:
     """Watches stream from an async generator; everything else is an ordinary DRF view."""
     if request.method == "GET" and _is_watch(request):
         from runtimes.api.watch import watch
 
-        return await watch(request, **kwargs)
+        return await watch(request, objects.CollectionView.access, **kwargs)
     response: HttpResponseBase = await sync_to_async(_collection)(request, **kwargs)
     return response
 

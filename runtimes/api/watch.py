@@ -23,6 +23,7 @@ from runtimes.api import media, metrics
 from runtimes.api.status import status_response
 from runtimes.api.watchstream import WatchPlan, plan_watch, watch_events
 from runtimes.apimachinery import errors
+from runtimes.registry.authorization import Access
 from runtimes.registry.kinds import lookup
 from runtimes.watch.hub import run_db
 
@@ -49,7 +50,9 @@ async def authenticate(request: HttpRequest) -> Any:
     return user
 
 
-async def prepare(request: HttpRequest, plural: str, namespace: str | None) -> WatchPlan:
+async def prepare(
+    request: HttpRequest, access: Access, plural: str, namespace: str | None
+) -> WatchPlan:
     rt = lookup(plural)
     if rt is None or (namespace is not None and not rt.namespaced):
         raise _not_found()
@@ -58,7 +61,9 @@ async def prepare(request: HttpRequest, plural: str, namespace: str | None) -> W
     if rendering is None:
         raise errors.ApiError("NotAcceptable", str(media.not_acceptable().detail))
     table_version = rendering[1] if rendering[0] == "Table" else None
-    plan: WatchPlan = await run_db(plan_watch, rt, user, namespace, request.GET, table_version)
+    plan: WatchPlan = await run_db(
+        plan_watch, rt, user, access, namespace, request.GET, table_version
+    )
     return plan
 
 
@@ -78,10 +83,11 @@ async def _lines(plan: WatchPlan) -> AsyncIterator[bytes]:
 
 
 async def watch(
-    request: HttpRequest, plural: str, namespace: str | None = None
+    request: HttpRequest, access: Access, plural: str, namespace: str | None = None
 ) -> HttpResponseBase:
+    """`access` is the collection's declaration, whose `WATCH` verb a watch needs."""
     try:
-        plan = await prepare(request, plural, namespace)
+        plan = await prepare(request, access, plural, namespace)
     except errors.ApiError as error:
         response = status_response(request, error)
         if error.reason == "Unauthorized":

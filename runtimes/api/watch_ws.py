@@ -28,6 +28,7 @@ from django.urls import re_path
 
 from runtimes.accounts.origin import same_origin
 from runtimes.accounts.tokens import user_for
+from runtimes.api.objects import CollectionView
 from runtimes.api.watchstream import WatchPlan, plan_watch, watch_events
 from runtimes.apimachinery import errors
 from runtimes.registry.kinds import lookup
@@ -48,6 +49,8 @@ def _token_from_protocol(protocol: str) -> str | None:
 
 
 class WatchConsumer(AsyncWebsocketConsumer):
+    # The collection's own declaration: a WebSocket serves its WATCH, as the HTTP watch does.
+    access = CollectionView.access
     task: asyncio.Task[None] | None = None
 
     def _header(self, name: bytes) -> str:
@@ -104,7 +107,7 @@ class WatchConsumer(AsyncWebsocketConsumer):
         accept = self._header(b"accept")
         if "as=Table" in accept and "g=meta.k8s.io" in accept:
             table = "v1beta1" if "v=v1beta1" in accept and "v=v1;" not in accept else "v1"
-        plan: WatchPlan = await run_db(plan_watch, rt, user, namespace, query, table)
+        plan: WatchPlan = await run_db(plan_watch, rt, user, self.access, namespace, query, table)
         return plan
 
     async def connect(self) -> None:

@@ -61,12 +61,17 @@ class WatchPlan:
 def plan_watch(
     rt: ResourceType,
     user: Any,
+    access: authorization.Access,
     namespace: str | None,
     query: Any,
     table_version: str | None = None,
 ) -> WatchPlan:
-    """Checks and resolves a watch request (sync: it reads the database)."""
-    authorization.authorize(user, "watch", rt, namespace or "")
+    """Checks and resolves a watch request (sync: it reads the database).
+
+    `access` is the declaration of the endpoint the watch came in by (the HTTP collection's or
+    the WebSocket consumer's); both go through the same check.
+    """
+    authorization.check(user, access, authorization.WATCH, namespace or "", kind=rt)
     if namespace is not None:
         store.ensure_namespace(rt, namespace)
     opts = parse_list_options(rt, query, readable_namespaces(rt, user, namespace), watch=True)

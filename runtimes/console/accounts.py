@@ -9,8 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
@@ -18,12 +17,16 @@ from runtimes.accounts import access
 from runtimes.accounts.kubeconfig import kubeconfig
 from runtimes.accounts.tokens import create_token
 from runtimes.accounts.tokens import revoke as revoke_token
+from runtimes.console.authorization import hidden, requires
+from runtimes.registry import authorization
 from runtimes.storage.models import ApiToken, Membership, Project, Role
 
 MANAGE = "manage-members"
+# Tokens and kubeconfigs are the caller's own; the projects page lists what the caller may read.
+OWN = authorization.signed_in("the caller's own tokens, kubeconfig and projects")
 
 
-@login_required
+@requires(OWN)
 def tokens(request: access.AuthenticatedHttpRequest) -> HttpResponse:
     new_token = ""
     problem = ""
@@ -38,7 +41,7 @@ def tokens(request: access.AuthenticatedHttpRequest) -> HttpResponse:
     return render(request, "console/accounts/tokens.html", context)
 
 
-@login_required
+@requires(OWN)
 @require_POST
 def revoke(request: HttpRequest, token_id: int) -> HttpResponse:
     row = get_object_or_404(ApiToken, pk=token_id, user=request.user)
@@ -46,7 +49,7 @@ def revoke(request: HttpRequest, token_id: int) -> HttpResponse:
     return redirect("tokens")
 
 
-@login_required
+@requires(OWN)
 @require_POST
 def download_kubeconfig(request: access.AuthenticatedHttpRequest) -> HttpResponse:
     text = kubeconfig(
@@ -57,7 +60,7 @@ def download_kubeconfig(request: access.AuthenticatedHttpRequest) -> HttpRespons
     return response
 
 
-@login_required
+@requires(OWN)
 def projects(request: access.AuthenticatedHttpRequest) -> HttpResponse:
     readable = access.readable_projects(request.user)
     rows = Project.objects.order_by("name")
@@ -115,11 +118,9 @@ def _change_members(request: HttpRequest, project: Project) -> str:
     return ""
 
 
-@login_required
+@requires(authorization.role(MANAGE, authorization.MEMBERS), hidden("no such project"))
 def members(request: HttpRequest, project: str) -> HttpResponse:
     row = get_object_or_404(Project, name=project)
-    if not access.allowed(request.user, MANAGE, project):
-        raise Http404("no such project")
     problem = ""
     if request.method == "POST":
         problem = _change_members(request, row)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
@@ -17,8 +16,10 @@ from django.views.decorators.vary import vary_on_headers
 from runtimes.accounts import access
 from runtimes.apimachinery.meta import Obj
 from runtimes.catalog.accelerators import catalog as accelerator_catalog
+from runtimes.console.authorization import requires
 from runtimes.console.filters import PAGE_SIZE, SORTS, RuntimeFilterSet, facets, sorted_rows
 from runtimes.console.summaries import summarize
+from runtimes.registry import authorization
 from runtimes.registry.kinds import TRAINING_RUNTIMES
 from runtimes.storage import store
 
@@ -41,7 +42,9 @@ def wants_partial(request: HttpRequest) -> bool:
     return not htmx.boosted and not htmx.history_restore_request
 
 
-@login_required
+# A list across projects, as the API's: allowed to everyone signed in, holding only the projects
+# each may read (readable_runtimes).
+@requires(authorization.role("list", TRAINING_RUNTIMES))
 @vary_on_headers("HX-Request")
 def catalog(request: HttpRequest) -> HttpResponse:
     objects, revision = readable_runtimes(request.user)

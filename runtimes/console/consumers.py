@@ -19,28 +19,36 @@ import json
 import logging
 
 from channels.generic.websocket import AsyncWebsocketConsumer
+from django.contrib.auth.models import AnonymousUser
 from django.urls import path
 
 from runtimes.accounts.origin import same_origin
+from runtimes.apimachinery import errors
 from runtimes.console.live import Watch, fragments, missed_notice
+from runtimes.registry import authorization
 from runtimes.registry.kinds import TRAINING_RUNTIMES
 from runtimes.watch.hub import TooOld, TooSlow, run_db, subscribe
 
 log = logging.getLogger("nodus.console")
-UNAUTHORIZED, FORBIDDEN_ORIGIN = 4401, 4403
+FORBIDDEN_ORIGIN = 4403
 VIEWS = ("catalog", "runtime")
 
 
 class ConsoleConsumer(AsyncWebsocketConsumer):
+    # A watch across projects, as the catalog's list: each change is shown only to those who
+    # may read its project (live.Watch).
+    access = authorization.role({authorization.WATCH: "watch"}, TRAINING_RUNTIMES)
     task: asyncio.Task[None] | None = None
 
     async def connect(self) -> None:
-        user = self.scope.get("user")
         if not same_origin(self.scope):
             await self.close(code=FORBIDDEN_ORIGIN)
             return
-        if user is None or not user.is_authenticated:
-            await self.close(code=UNAUTHORIZED)
+        user = self.scope.get("user") or AnonymousUser()
+        try:
+            await run_db(authorization.check, user, self.access, authorization.WATCH)
+        except errors.ApiError as error:
+            await self.close(code=4000 + error.code)  # 4401 Unauthorized
             return
         await self.accept()
 

@@ -17,8 +17,12 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from runtimes.apimachinery.errors import REASONS
+from runtimes.console.authorization import requires
+from runtimes.registry import authorization
 from runtimes.registry.trainingruntime import schema
 from runtimes.registry.trainingruntime.schema import Field
+
+DOCS = authorization.public("generated from the sources; every Status links here")
 
 
 @dataclass(frozen=True)
@@ -106,6 +110,7 @@ def api_fields() -> list[FieldDoc]:
     return list(walk(schema.TRAINING_RUNTIME))
 
 
+@requires(DOCS)
 def api_reference(request: HttpRequest) -> HttpResponse:
     fields = api_fields()
     sections = [
@@ -124,10 +129,12 @@ def api_reference(request: HttpRequest) -> HttpResponse:
     return render(request, "docs/api.html", context)
 
 
+@requires(DOCS)
 def error_index(request: HttpRequest) -> HttpResponse:
     return render(request, "docs/errors.html", {"reasons": sorted(REASONS.items())})
 
 
+@requires(DOCS)
 def error_reason(request: HttpRequest, reason: str) -> HttpResponse:
     entry = REASONS.get(reason)
     if entry is None:

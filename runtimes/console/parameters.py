@@ -14,7 +14,6 @@ import shlex
 from typing import Any
 
 import yaml
-from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
@@ -24,10 +23,13 @@ from runtimes.accounts.kubeconfig import default_project
 from runtimes.apimachinery.meta import API_VERSION, Obj
 from runtimes.catalog.accelerators import catalog
 from runtimes.catalog.compile import compile_job
+from runtimes.console.authorization import requires
 from runtimes.console.forms import schema_form
 from runtimes.console.forms.schema_form import SchemaForm
-from runtimes.console.runtime_page import load, page_context
+from runtimes.console.runtime_page import NO_SUCH_RUNTIME, load, page_context
 from runtimes.console.summaries import human_duration
+from runtimes.registry import authorization
+from runtimes.registry.kinds import TRAINING_RUNTIMES
 from runtimes.registry.trainingruntime import schema
 
 JOB_TEXT_FIELDS = ("quantization", "data", "teacher", "environment", "accelerator")
@@ -136,7 +138,8 @@ def parameters_tab(request: HttpRequest, project: str, name: str) -> HttpRespons
     return render(request, "console/runtime/parameters.html", context)
 
 
-@login_required
+# Only POST is served (require_POST answers 405 to the rest, whoever asks).
+@requires(authorization.role({"POST": "get"}, TRAINING_RUNTIMES), NO_SUCH_RUNTIME)
 @require_POST
 def check(request: HttpRequest, project: str, name: str) -> HttpResponse:
     obj = load(request, project, name)

@@ -12,8 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
@@ -21,7 +20,9 @@ from runtimes.accounts import access
 from runtimes.apimachinery import errors
 from runtimes.apimachinery.meta import Obj
 from runtimes.console import manifests
-from runtimes.console.runtime_page import load
+from runtimes.console.authorization import requires
+from runtimes.console.runtime_page import NO_SUCH_RUNTIME, load
+from runtimes.registry import authorization
 from runtimes.registry.kinds import TRAINING_RUNTIMES
 from runtimes.storage import store
 
@@ -41,6 +42,17 @@ class Verdict:
     warnings: list[str] | None = None
     diff: list[manifests.DiffLine] | None = None
     conflict: bool = False
+
+
+# A new runtime's editor offers only projects the caller may write; the project comes with the
+# form, so its role is checked with the manifest (evaluate).
+PROJECT_FROM_FORM = authorization.signed_in("the project comes with the form: see evaluate")
+
+
+def forbidden(request: HttpRequest, project: str, name: str) -> HttpResponse:
+    """The page for a runtime the caller may read but not change; one it may not read is 404."""
+    load(request, project, name)
+    return render(request, "console/publish/forbidden.html", status=403)
 
 
 def _editor_context(request: HttpRequest, **extra: Any) -> dict[str, Any]:
@@ -93,7 +105,7 @@ def evaluate(
     return verdict, result.object
 
 
-@login_required
+@requires(PROJECT_FROM_FORM)
 def new(request: HttpRequest) -> HttpResponse:
     projects = access.writable_projects(request.user)
     if not projects:
@@ -115,11 +127,9 @@ def new(request: HttpRequest) -> HttpResponse:
     return render(request, "console/publish/editor.html", context)
 
 
-@login_required
+@requires(authorization.role("update", TRAINING_RUNTIMES), forbidden)
 def edit(request: HttpRequest, project: str, name: str) -> HttpResponse:
     original = load(request, project, name)
-    if not access.allowed(request.user, "update", project):
-        return render(request, "console/publish/forbidden.html", status=403)
     rv = request.POST.get("resourceVersion") or original["metadata"]["resourceVersion"]
     text = request.POST.get("manifest") or manifests.dump(manifests.editable(original))
     verdict = None
@@ -136,7 +146,7 @@ def edit(request: HttpRequest, project: str, name: str) -> HttpResponse:
     return render(request, "console/publish/editor.html", context)
 
 
-@login_required
+@requires(PROJECT_FROM_FORM)
 @require_POST
 def check(request: HttpRequest) -> HttpResponse:
     project = request.POST.get("project", "")
@@ -153,11 +163,9 @@ def check(request: HttpRequest) -> HttpResponse:
     return render(request, "console/publish/editor.html#feedback", context)
 
 
-@login_required
+@requires(authorization.role("delete", TRAINING_RUNTIMES), NO_SUCH_RUNTIME)
 def delete(request: HttpRequest, project: str, name: str) -> HttpResponse:
     obj = load(request, project, name)
-    if not access.allowed(request.user, "delete", project):
-        raise Http404("no such runtime")
     problem = ""
     if request.method == "POST":
         try:

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import yaml
-from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.vary import vary_on_headers
@@ -24,19 +23,21 @@ from runtimes.catalog.compile import REQUIREMENTS
 from runtimes.catalog.estimates import SCALED_PARAMETERS, estimate
 from runtimes.catalog.matching import effective_resources, explain_gpu
 from runtimes.catalog.presets import preset_resources
+from runtimes.console.authorization import requires
 from runtimes.console.catalog import wants_partial
 from runtimes.console.drawings import bar_chart, topology
 from runtimes.console.parameters import parameters_tab
-from runtimes.console.runtime_page import load, page_context, status
+from runtimes.console.runtime_page import NO_SUCH_RUNTIME, READ_RUNTIME, load, page_context, status
 from runtimes.console.summaries import human_duration
+from runtimes.registry import authorization
 
 
-@login_required
+@requires(authorization.signed_in("only redirects to the overview tab, which needs get"))
 def runtime_default(request: HttpRequest, project: str, name: str) -> HttpResponse:
     return redirect("runtime", project, name, "overview")
 
 
-@login_required
+@requires(READ_RUNTIME, NO_SUCH_RUNTIME)
 @vary_on_headers("HX-Request")
 def runtime(request: HttpRequest, project: str, name: str, tab: str) -> HttpResponse:
     if tab == "parameters":
@@ -218,7 +219,7 @@ def yaml_tab(request: HttpRequest, obj: Obj) -> dict[str, Any]:
     return {"manifest": manifest_yaml(obj)}
 
 
-@login_required
+@requires(READ_RUNTIME, NO_SUCH_RUNTIME)
 def download(request: HttpRequest, project: str, name: str) -> HttpResponse:
     obj = load(request, project, name)
     response = HttpResponse(manifest_yaml(obj), content_type="application/yaml; charset=utf-8")

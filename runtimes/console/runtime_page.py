@@ -17,7 +17,9 @@ from django.http import Http404, HttpRequest
 from runtimes.accounts import access
 from runtimes.apimachinery import errors
 from runtimes.apimachinery.meta import Obj
+from runtimes.console.authorization import hidden
 from runtimes.console.summaries import summarize
+from runtimes.registry import authorization
 from runtimes.registry.kinds import TRAINING_RUNTIMES
 from runtimes.storage import store
 
@@ -30,6 +32,10 @@ TABS = (
     ("yaml", "YAML"),
 )
 _FINGERPRINT = re.compile(r"trusted key (sha256:[0-9a-f]{16,})")
+# What the tabs, the download and the parameter checks declare: they read the runtime their URL
+# names, and a runtime the caller may not read is as missing as one that does not exist.
+READ_RUNTIME = authorization.role("get", TRAINING_RUNTIMES)
+NO_SUCH_RUNTIME = hidden("no such runtime")
 
 
 def load(request: HttpRequest, project: str, name: str) -> Obj:

@@ -6,11 +6,16 @@ from django.contrib.auth import views as auth_views
 from django.urls import path
 
 from runtimes.console import accounts, catalog, docs, parameters, publish, runtime
+from runtimes.console.authorization import requires
+from runtimes.registry import authorization
+
+# Django's own sign-in views: anyone may sign in or out.
+SIGN_IN = requires(authorization.public("signing in and out"))
 
 urlpatterns = [
     path("", catalog.catalog, name="catalog"),
-    path("login", auth_views.LoginView.as_view(), name="login"),
-    path("logout", auth_views.LogoutView.as_view(), name="logout"),
+    path("login", SIGN_IN(auth_views.LoginView.as_view()), name="login"),
+    path("logout", SIGN_IN(auth_views.LogoutView.as_view()), name="logout"),
     path("docs/api", docs.api_reference, name="docs-api"),
     path("docs/errors", docs.error_index, name="docs-errors"),
     path("docs/errors/<str:reason>", docs.error_reason, name="docs-error"),
