@@ -16,26 +16,12 @@ from runtimes.storage import compaction, store
 from runtimes.watch import hub
 from runtimes.watch.hub import Hub, HubEvent, TooOld, TooSlow
 from tests.support.api import runtime_manifest
+from tests.support.hub import fresh_hub, touch
 
 
 @pytest.fixture
 def rt(actors: dict[str, Any]) -> Any:
     return lookup("trainingruntimes")
-
-
-def fresh_hub(ring_size: int = 100) -> Hub:
-    """A hub driven by hand: no thread, `pull()` when the test says so."""
-    made = Hub(ring_size=ring_size)
-    made.last = made.ring_from = store.current_revision()
-    return made
-
-
-def touch(rt: Any, name: str, value: str) -> int:
-    def change(obj: dict[str, Any]) -> dict[str, Any]:
-        obj["metadata"].setdefault("annotations", {})["v"] = value
-        return obj
-
-    return int(store.mutate(rt, "demo", name, change).object["metadata"]["resourceVersion"])
 
 
 def revisions(events: list[HubEvent]) -> list[int]:

@@ -16,7 +16,7 @@ from runtimes.storage import compaction, store
 from runtimes.watch import hub
 from runtimes.watch.informer import Handlers, Informer, Key, key_of
 from tests.support.api import runtime_manifest
-from tests.watch.test_hub import fresh_hub, touch
+from tests.support.hub import fresh_hub, touch
 
 
 @pytest.fixture
@@ -191,7 +191,7 @@ def test_it_hands_keys_to_one_on_change_and_survives_a_failing_handler(rt: Any) 
 
 def create_retrying(rt: Any, name: str) -> None:
     """A create from the test thread, again if shared-cache SQLite says "table is locked" (the
-    hub's thread may be reading at that moment; see tests/controller/test_controller_loop.py)."""
+    hub's thread may be reading at that moment), as the controller loop's tests do."""
     for _attempt in range(100):
         try:
             store.create(rt, "demo", runtime_manifest(name))
