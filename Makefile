@@ -127,6 +127,7 @@ lint: $(TEST_STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports
+	$(VENV)/bin/vulture
 
 typecheck: $(TEST_STAMP)
 	$(VENV)/bin/mypy runtimes nodus_console
