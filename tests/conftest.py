@@ -1,9 +1,10 @@
 """Shared fixtures: named actors (alice owns `demo`, bob views it, charlie is an outsider, root
-is a platform admin) and API clients that authenticate as each with a real bearer token."""
+is a platform admin), API clients that authenticate as each with a real bearer token, and live
+daphne servers for the tests that talk to one over the network."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -11,6 +12,7 @@ from django.contrib.auth import get_user_model
 
 from runtimes.accounts.tokens import create_token
 from runtimes.storage.models import Membership, Project, Role
+from tests.support import liveserver, watch_live
 from tests.support.api import ApiClient
 
 
@@ -40,3 +42,17 @@ def api(actors: dict[str, Any]) -> Callable[[str | None], ApiClient]:
         return ApiClient(tokens[name])
 
     return make
+
+
+# Module scope: each test module gets a server (and a database) of its own, so modules that
+# create objects under the same names do not meet.
+@pytest.fixture(scope="module")
+def daphne_server() -> Iterator[liveserver.LiveServer]:
+    """A live daphne with the usual actors (tests/support/liveserver.py)."""
+    yield from liveserver.serve("nodus-live-")
+
+
+@pytest.fixture(scope="module")
+def tight_server() -> Iterator[liveserver.LiveServer]:
+    """A live daphne whose watch limits are seconds (tests/watch_settings.py)."""
+    yield from liveserver.serve("nodus-watch-", watch_live.start_tight)

@@ -22,7 +22,7 @@ from runtimes.storage.models import Event, StoredObject
 from runtimes.watch.hub import HubEvent
 from tests.support.api import GV, ApiClient, runtime_manifest
 from tests.support.kubectl import Kubectl, Result
-from tests.support.liveserver import LiveServer, daphne_server  # noqa: F401
+from tests.support.liveserver import LiveServer
 
 TRS = f"{GV}/namespaces/demo/trainingruntimes"
 TABLE_V1 = "application/json;as=Table;v=v1;g=meta.k8s.io"
@@ -203,7 +203,7 @@ def test_it_types_watch_events_by_field_selector_transitions() -> None:
 
 
 @pytest.fixture
-def kubectl(daphne_server: LiveServer, tmp_path: Path) -> Kubectl:  # noqa: F811
+def kubectl(daphne_server: LiveServer, tmp_path: Path) -> Kubectl:
     """kubectl as alice in namespace demo, with a fresh home (so a cold discovery cache)."""
     return Kubectl(
         daphne_server.https_url, daphne_server.tokens["alice"], daphne_server.ca_pem, tmp_path

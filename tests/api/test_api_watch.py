@@ -13,13 +13,13 @@ import httpx
 import orjson
 import pytest
 
-from tests.support.watch_live import DEMO, GV, Watcher, manifest, tight_server  # noqa: F401
+from tests.support.watch_live import DEMO, GV, Watcher, manifest
 
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
 
 
 @pytest.fixture
-def alice(tight_server: Any) -> Iterator[httpx.Client]:  # noqa: F811
+def alice(tight_server: Any) -> Iterator[httpx.Client]:
     with tight_server.client("alice") as client:
         yield client
 
@@ -312,7 +312,7 @@ def test_it_streams_tables_with_column_definitions_only_first(
 
 
 def test_it_checks_credentials_and_roles_before_streaming(
-    tight_server: Any,  # noqa: F811
+    tight_server: Any,
     alice: httpx.Client,
     tag: str,
 ) -> None:

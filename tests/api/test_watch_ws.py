@@ -15,11 +15,11 @@ import pytest
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import ClientConnection, connect
 
-from tests.support.watch_live import DEMO, manifest, tight_server  # noqa: F401
+from tests.support.watch_live import DEMO, manifest
 
 
 @pytest.fixture
-def server(tight_server: Any) -> Any:  # noqa: F811
+def server(tight_server: Any) -> Any:
     return tight_server
 
 

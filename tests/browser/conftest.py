@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
-from tests.support.liveserver import LiveServer, daphne_server  # noqa: F401
+from tests.support.liveserver import LiveServer
 
 CHROMIUM = "/usr/bin/chromium"
 SHOTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "screenshots"
@@ -75,7 +75,7 @@ class Session:
 @pytest.fixture
 def session_for(
     browser: Browser,
-    daphne_server: LiveServer,  # noqa: F811
+    daphne_server: LiveServer,
 ) -> Iterator[Any]:
     opened: list[tuple[Any, Session]] = []
 

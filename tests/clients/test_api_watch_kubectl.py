@@ -12,17 +12,14 @@ from pathlib import Path
 import pytest
 
 from tests.support.kubectl import Kubectl
-from tests.support.liveserver import (
-    LiveServer,
-    daphne_server,  # noqa: F401
-)
+from tests.support.liveserver import LiveServer
 from tests.support.watch_live import DEMO, manifest
 
 pytestmark = pytest.mark.kubectl
 
 
 @pytest.fixture
-def kubectl(daphne_server: LiveServer, tmp_path: Path) -> Kubectl:  # noqa: F811
+def kubectl(daphne_server: LiveServer, tmp_path: Path) -> Kubectl:
     return Kubectl(
         daphne_server.https_url, daphne_server.tokens["alice"], daphne_server.ca_pem, tmp_path
     )
@@ -34,7 +31,7 @@ def tag() -> str:
 
 
 @pytest.fixture
-def create(daphne_server: LiveServer) -> Iterator[Callable[..., None]]:  # noqa: F811
+def create(daphne_server: LiveServer) -> Iterator[Callable[..., None]]:
     with daphne_server.client("alice") as client:
 
         def make(name: str, tag: str, **labels: str) -> None:
@@ -67,7 +64,7 @@ def test_it_watches_one_runtime_by_name(
     kubectl: Kubectl,
     create: Callable[..., None],
     tag: str,
-    daphne_server: LiveServer,  # noqa: F811
+    daphne_server: LiveServer,
 ) -> None:
     name = f"named-{tag}"
     create(name, tag)
@@ -89,7 +86,7 @@ def test_it_shows_runtimes_leaving_and_entering_a_selection(
     kubectl: Kubectl,
     create: Callable[..., None],
     tag: str,
-    daphne_server: LiveServer,  # noqa: F811
+    daphne_server: LiveServer,
 ) -> None:
     name = f"sel-{tag}"
     create(name, tag, tier="gold")
@@ -127,7 +124,7 @@ def test_it_waits_for_a_deletion(
     kubectl: Kubectl,
     create: Callable[..., None],
     tag: str,
-    daphne_server: LiveServer,  # noqa: F811
+    daphne_server: LiveServer,
 ) -> None:
     name = f"gone-{tag}"
     create(name, tag)

@@ -19,7 +19,7 @@ import yaml
 
 from tests.support.api import runtime_manifest
 from tests.support.kubectl import Kubectl, Result
-from tests.support.liveserver import LiveServer, daphne_server  # noqa: F401
+from tests.support.liveserver import LiveServer
 
 pytestmark = pytest.mark.kubectl
 
@@ -28,7 +28,7 @@ Kc = Callable[..., Kubectl]
 
 
 @pytest.fixture
-def kc(daphne_server: LiveServer, tmp_path: Path) -> Kc:  # noqa: F811
+def kc(daphne_server: LiveServer, tmp_path: Path) -> Kc:
     """kc("alice") is kubectl as alice (default namespace demo); kc(None) is anonymous."""
 
     def make(who: str | None = "alice", namespace: str = "demo") -> Kubectl:
@@ -357,7 +357,7 @@ def test_it_creates_from_generate_name(kc: Kc, tmp_path: Path) -> None:
 
 
 def test_it_logs_every_kubectl_request_with_its_request_id(
-    daphne_server: LiveServer,  # noqa: F811
+    daphne_server: LiveServer,
 ) -> None:
     with daphne_server.client("alice") as client:
         response = client.get("/apis/nodus.dev/v1beta1/namespaces/demo/trainingruntimes/nope")

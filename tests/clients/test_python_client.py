@@ -14,13 +14,13 @@ from kubernetes import client as k8s
 from kubernetes import watch
 from kubernetes.client.rest import ApiException
 
-from tests.support.watch_live import manifest, tight_server  # noqa: F401
+from tests.support.watch_live import manifest
 
 GROUP, VERSION, PLURAL = "nodus.dev", "v1beta1", "trainingruntimes"
 
 
 @pytest.fixture
-def custom(tight_server: Any) -> k8s.CustomObjectsApi:  # noqa: F811
+def custom(tight_server: Any) -> k8s.CustomObjectsApi:
     return api_for(tight_server, "alice")
 
 
@@ -75,7 +75,7 @@ def test_it_pages_a_list_with_limit_and_continue(custom: k8s.CustomObjectsApi) -
 
 
 def test_it_resumes_watches_without_gaps_or_repeats_under_parallel_writers(
-    tight_server: Any,  # noqa: F811
+    tight_server: Any,
     custom: k8s.CustomObjectsApi,
 ) -> None:
     tag = uuid.uuid4().hex[:10]

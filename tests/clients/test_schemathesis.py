@@ -16,7 +16,7 @@ import schemathesis
 from hypothesis import HealthCheck, Phase, given, settings
 from schemathesis import GenerationMode, checks
 
-from tests.support.liveserver import LiveServer, daphne_server  # noqa: F401
+from tests.support.liveserver import LiveServer
 
 pytestmark = pytest.mark.kubectl  # runs with the other live-server tests
 
@@ -44,7 +44,7 @@ def without_go_durations(node: Any) -> Any:
 
 
 @pytest.fixture(scope="module")
-def schema(daphne_server: LiveServer) -> Any:  # noqa: F811
+def schema(daphne_server: LiveServer) -> Any:
     with daphne_server.client("alice") as client:
         index = client.get("/openapi/v3").json()
         url = index["paths"]["apis/nodus.dev/v1beta1"]["serverRelativeURL"]
@@ -64,7 +64,7 @@ def operation_labels() -> list[str]:
 @pytest.mark.parametrize("label", operation_labels())
 def test_it_never_fails_and_always_conforms(
     schema: Any,
-    daphne_server: LiveServer,  # noqa: F811
+    daphne_server: LiveServer,
     label: str,
     mode: GenerationMode,
 ) -> None:
@@ -101,5 +101,5 @@ def test_it_never_fails_and_always_conforms(
     assert problems == [], "\n\n".join(problems[:5])
 
 
-def test_it_is_still_up_after_the_fuzzing(daphne_server: LiveServer) -> None:  # noqa: F811
+def test_it_is_still_up_after_the_fuzzing(daphne_server: LiveServer) -> None:
     assert httpx.get(f"{daphne_server.url}/version", timeout=5).status_code == 200

@@ -4,12 +4,12 @@ It listens twice: plain HTTP for HTTP-level tests, and HTTPS (a throwaway self-s
 certificate) for kubectl, because client-go sends bearer tokens only over TLS (kubectl issue
 #744): against an `http://` server kubectl is always anonymous.
 
-The `daphne_server` fixture migrates a temporary NODUS_DATA_DIR, creates the usual actors with
-the project's own management commands (alice admin of `demo`, bob viewer, charlie outsider, root
-platform admin; one API token each), seeds the accelerator catalog, starts
-`python -m daphne nodus_console.asgi:application` on a free loopback port, waits until
-`/version` answers and yields a `LiveServer`. The server is stopped after the session; its log
-is kept in the data directory for failing tests to read.
+`serve` (behind the `daphne_server` fixture in tests/conftest.py) migrates a temporary
+NODUS_DATA_DIR, creates the usual actors with the project's own management commands (alice admin
+of `demo`, bob viewer, charlie outsider, root platform admin; one API token each), seeds the
+accelerator catalog, starts `python -m daphne nodus_console.asgi:application` on a free loopback
+port, waits until `/version` answers and yields a `LiveServer`. The server is stopped when the
+fixture's scope ends; its log is kept in the data directory for failing tests to read.
 """
 
 from __future__ import annotations
@@ -21,12 +21,11 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
-import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 PYTHON = REPO / ".venv" / "bin" / "python"
@@ -166,10 +165,15 @@ def stop(server: LiveServer) -> None:
         server.process.wait(timeout=10)
 
 
-@pytest.fixture(scope="session")
-def daphne_server() -> Iterator[LiveServer]:
-    data_dir = Path(tempfile.mkdtemp(prefix="nodus-live-"))
-    server = start(data_dir, prepare(data_dir))
+def start_fresh(data_dir: Path) -> LiveServer:
+    """Migrates `data_dir`, creates the actors and starts daphne on it."""
+    return start(data_dir, prepare(data_dir))
+
+
+def serve(prefix: str, begin: Callable[[Path], LiveServer] = start_fresh) -> Iterator[LiveServer]:
+    """A server on a new temporary data directory, for a fixture to ``yield from``."""
+    data_dir = Path(tempfile.mkdtemp(prefix=prefix))
+    server = begin(data_dir)
     try:
         yield server
     finally:

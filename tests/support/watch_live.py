@@ -1,22 +1,19 @@
-"""A live daphne for watch tests that need tight limits (see tests/watch_settings.py).
+"""A live daphne for watch tests that need tight limits (see tests/watch_settings.py), and what
+those tests read a watch with.
 
-Reuses tests/support/liveserver.py (migrate, actors, tokens, daphne in a subprocess) and only
-swaps the settings module, so compaction, bookmarks and server-side watch timeouts happen
-within seconds instead of minutes.
+`start_tight` (behind the `tight_server` fixture in tests/conftest.py) reuses
+tests/support/liveserver.py (migrate, actors, tokens, daphne in a subprocess) and only swaps the
+settings module, so compaction, bookmarks and server-side watch timeouts happen within seconds
+instead of minutes.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 
 from tests.support import liveserver
 
@@ -33,20 +30,13 @@ def _environment(data_dir: Path) -> dict[str, str]:
 _plain_environment = liveserver.server_environment
 
 
-@pytest.fixture(scope="session")
-def tight_server() -> Iterator[liveserver.LiveServer]:
-    data_dir = Path(tempfile.mkdtemp(prefix="nodus-watch-"))
+def start_tight(data_dir: Path) -> liveserver.LiveServer:
+    """`liveserver.start_fresh` under tests.watch_settings."""
     liveserver.server_environment = _environment
     try:
-        server = liveserver.start(data_dir, liveserver.prepare(data_dir))
+        return liveserver.start_fresh(data_dir)
     finally:
         liveserver.server_environment = _plain_environment
-    try:
-        yield server
-    finally:
-        liveserver.stop(server)
-        if os.environ.get("NODUS_KEEP_LIVE") != "1":
-            shutil.rmtree(data_dir, ignore_errors=True)
 
 
 def manifest(name: str, labels: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:
