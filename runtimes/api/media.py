@@ -12,9 +12,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
-import yaml
 from rest_framework import exceptions, negotiation, parsers, renderers
 from rest_framework.request import Request
+
+from runtimes.apimachinery import yamlcodec
 
 JSON = "application/json"
 YAML = "application/yaml"
@@ -52,8 +53,8 @@ def _decode_json(stream: Any, parser_context: Any = None) -> Any:
 
 def _decode_yaml(stream: Any) -> Any:
     try:
-        return yaml.safe_load(stream.read())
-    except yaml.YAMLError as exc:
+        return yamlcodec.load(stream.read())
+    except yamlcodec.YAMLError as exc:
         raise exceptions.ParseError(f"invalid YAML: {exc}") from exc
 
 

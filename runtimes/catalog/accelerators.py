@@ -16,8 +16,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from runtimes.apimachinery import yamlcodec
 from runtimes.apimachinery.meta import API_VERSION, GROUP, VERSION
 from runtimes.apimachinery.quantities import parse_quantity
 
@@ -301,8 +300,8 @@ def load_catalog(path: str | Path) -> AcceleratorCatalog:
     except OSError as exc:
         raise AcceleratorCatalogError(str(path), [f"cannot read: {exc.strerror}"]) from exc
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
+        data = yamlcodec.load(text)
+    except yamlcodec.YAMLError as exc:
         raise AcceleratorCatalogError(str(path), [f"not YAML: {exc}"]) from exc
     return parse_catalog(data, str(path))
 

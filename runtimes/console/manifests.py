@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import yaml
 
+from runtimes.apimachinery import yamlcodec
 from runtimes.apimachinery.meta import API_VERSION, SERVER_SET_METADATA, Obj
 from runtimes.registry.trainingruntime.schema import path_segments
 
@@ -24,8 +25,8 @@ class ParseError:
 
 def parse(text: str) -> Obj | ParseError:
     try:
-        documents = [d for d in yaml.safe_load_all(text) if d is not None]
-    except yaml.YAMLError as exc:
+        documents = [d for d in yamlcodec.load_all(text) if d is not None]
+    except yamlcodec.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc)
         return ParseError(f"not valid YAML: {problem}", mark.line + 1 if mark else None)
@@ -39,8 +40,8 @@ def parse(text: str) -> Obj | ParseError:
 def line_of(text: str, field: str) -> int | None:
     """The 1-based line of the deepest node along `field` (``spec.presets[0].model``)."""
     try:
-        node = yaml.compose(text)
-    except yaml.YAMLError:
+        node = yamlcodec.compose(text)
+    except yamlcodec.YAMLError:
         return None
     if node is None:
         return None

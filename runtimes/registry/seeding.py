@@ -9,9 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from runtimes.apimachinery import errors
+from runtimes.apimachinery import errors, yamlcodec
 from runtimes.apimachinery.meta import Obj
 from runtimes.catalog.accelerators import accelerator_objects
 from runtimes.registry.kinds import lookup
@@ -25,7 +23,7 @@ _DESIRED_META = ("labels", "annotations")
 
 
 def load_manifests(path: Path) -> list[Obj]:
-    return [doc for doc in yaml.safe_load_all(path.read_text()) if doc]
+    return [doc for doc in yamlcodec.load_all(path.read_text()) if doc]
 
 
 def upsert(rt: ResourceType, manifest: Obj) -> str:
