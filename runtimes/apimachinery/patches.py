@@ -12,6 +12,8 @@ import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from jsonpointer import JsonPointer, JsonPointerException
+
 _MISSING = "missing value"
 _INVALID_INDEX = "invalid index referenced"
 
@@ -76,17 +78,26 @@ def json_equal(a: Any, b: Any) -> bool:
 
 
 def parse_pointer(pointer: str) -> list[str]:
-    """RFC 6901 reference tokens; ``~1`` is decoded before ``~0`` as the RFC requires."""
-    if pointer == "":
-        return []
-    if not pointer.startswith("/"):
+    """RFC 6901 reference tokens, unescaped (``~1`` is ``/``, ``~0`` is ``~``)."""
+    # Checked here first: jsonpointer looks at escapes before the leading slash, and says less.
+    if pointer and not pointer.startswith("/"):
         raise PatchError(f'invalid JSON pointer "{pointer}": must be empty or start with "/"')
-    tokens = pointer[1:].split("/")
-    for token in tokens:
-        rest = token.replace("~0", "").replace("~1", "")
-        if "~" in rest:
-            raise PatchError(f'invalid JSON pointer "{pointer}": bad escape in "{token}"')
-    return [t.replace("~1", "/").replace("~0", "~") for t in tokens]
+    try:
+        return JsonPointer(pointer).parts
+    except JsonPointerException:
+        raise PatchError(
+            f'invalid JSON pointer "{pointer}": bad escape in "{_badly_escaped(pointer)}"'
+        ) from None
+
+
+def _badly_escaped(pointer: str) -> str:
+    """The first reference token of ``pointer`` that jsonpointer refuses on its own."""
+    for token in pointer[1:].split("/"):
+        try:
+            JsonPointer("/" + token)
+        except JsonPointerException:
+            return token
+    return pointer[1:]
 
 
 def _array_index(token: str, length: int, *, for_add: bool, path: str, op: str) -> int:

@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from jsonpointer import escape
+
 from runtimes.apimachinery import fielderrors
 from runtimes.apimachinery.fielderrors import FieldError
 from runtimes.catalog.accelerators import AcceleratorCatalog, Offering
@@ -155,17 +157,13 @@ def provenance(
     """
     origins: dict[str, str] = {}
     for key, value in merged.items():
-        pointer = f"{prefix}/{_escape(key)}"
+        pointer = f"{prefix}/{escape(key)}"
         in_job = isinstance(job, Mapping) and key in job
         if isinstance(value, Mapping) and value:
             origins |= provenance(value, job.get(key, {}) if in_job else {}, pointer)
         else:
             origins[pointer] = "job" if in_job else "default"
     return origins
-
-
-def _escape(key: str) -> str:
-    return key.replace("~", "~0").replace("/", "~1")
 
 
 def _given(value: Any) -> bool:

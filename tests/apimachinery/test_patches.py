@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from jsonpointer import JsonPointer
 
 from runtimes.apimachinery.patches import (
     PatchError,
@@ -321,3 +322,18 @@ def test_it_compares_json_values_by_json_rules() -> None:
     assert not json_equal("1", 1)
     assert parse_pointer("/~01/~10") == ["~1", "/0"]
     assert parse_pointer("/") == [""]
+
+
+@pytest.mark.parametrize(
+    ("pointer", "token"),
+    [("/a~2", "a~2"), ("/ok/b~", "b~"), ("/~~01", "~~01"), ("/x/~/y~0", "~")],
+)
+def test_it_names_the_badly_escaped_token(pointer: str, token: str) -> None:
+    with pytest.raises(PatchError) as caught:
+        parse_pointer(pointer)
+    assert caught.value.message == f'invalid JSON pointer "{pointer}": bad escape in "{token}"'
+
+
+def test_it_reads_pointers_as_jsonpointer_does() -> None:
+    for pointer in ["", "/", "//", "/a~1b/m~0n/0", "/~01/~10", "/-"]:
+        assert parse_pointer(pointer) == JsonPointer(pointer).parts
