@@ -5,14 +5,19 @@ continue a prefix (``parameters.lora.r``, ``spec.defaults.parameters.epochs``), 
 client understands: a missing property is ``FieldValueRequired``, a value outside an enum is
 ``FieldValueNotSupported``, an unknown property is ``FieldValueForbidden``, the rest
 ``FieldValueInvalid`` with the rule it broke.
+
+`compiled_validator` is the one place a parameter schema becomes a jsonschema validator: each
+distinct schema is compiled once and reused, for the API's writes and the console's forms alike.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import orjson
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
@@ -39,17 +44,66 @@ _RULES: dict[str, str] = {
 }
 
 
+# Schemas are at most 64 KiB of JSON (the API's limit), so the cache stays within a few MiB.
+VALIDATORS_MAX = 256
+# orjson writes NaN and ±Infinity (YAML's .nan, .inf) as null; in its compact JSON a null value
+# follows one of these (or is the whole document).
+_BARE_NULLS = (b":null", b",null", b"[null")
+
+
+def compiled_validator(
+    schema: Any, *, check_formats: bool = True, schema_json: bytes | None = None
+) -> Draft202012Validator:
+    """A 2020-12 validator for ``schema``, compiled once per distinct schema and then reused.
+
+    ``check_formats`` asserts ``format`` (an email must be one), as the API does for values.
+    Schemas are told apart by their JSON, key order included: jsonschema reports a value's
+    errors in the schema's keyword order, so two orderings are two validators. A caller that
+    has ``orjson.dumps(schema)`` at hand passes it as ``schema_json``, saving the serialisation.
+    """
+    try:
+        text = orjson.dumps(schema) if schema_json is None else schema_json
+    except orjson.JSONEncodeError:
+        # Not a JSON document orjson can write (a non-string key, over 254 levels deep): it
+        # cannot be keyed, so it is compiled for this call alone.
+        return _compile(schema, check_formats)
+    validator, has_null = _compiled(text, check_formats)
+    # A null in the JSON may stand for a NaN or an infinity in this schema, not for the null of
+    # the schema the validator was compiled from; if so, this one is compiled for this call.
+    if has_null and validator.schema != schema:
+        return _compile(schema, check_formats)
+    return validator
+
+
+@functools.lru_cache(maxsize=VALIDATORS_MAX)
+def _compiled(text: bytes, check_formats: bool) -> tuple[Draft202012Validator, bool]:
+    # Keyed by the JSON itself: Python's bytes hash is cheaper than a digest, and a miss needs
+    # the JSON anyway. Compiled from a private copy: the caller's dict may change, this may not.
+    has_null = text == b"null" or any(null in text for null in _BARE_NULLS)
+    return _compile(orjson.loads(text), check_formats), has_null
+
+
+def _compile(schema: Any, check_formats: bool) -> Draft202012Validator:
+    if check_formats:
+        return Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
+    return Draft202012Validator(schema)
+
+
 def parameter_errors(
-    schema: Mapping[str, Any], value: Any, field: str, *, enforce_required: bool = True
+    schema: Mapping[str, Any],
+    value: Any,
+    field: str,
+    *,
+    enforce_required: bool = True,
+    schema_json: bytes | None = None,
 ) -> list[FieldError]:
     """Every way ``value`` breaks ``schema``, each at ``field`` plus the path inside the value.
 
     ``enforce_required=False`` suits a runtime's defaults, which are merged under a job's
-    values and so need not be complete.
+    values and so need not be complete. ``schema_json`` is as for `compiled_validator`.
     """
-    validator = Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
     errors: list[FieldError] = []
-    for error in validator.iter_errors(value):
+    for error in compiled_validator(schema, schema_json=schema_json).iter_errors(value):
         if error.validator == "required" and not enforce_required:
             continue
         errors.extend(_field_errors(error, field))

@@ -1,17 +1,22 @@
 """Effective schemas: local references, `allOf` merged, `if/then/else` applied, unions split.
 
-Only what a form needs: a node's own keywords after following `$ref` (local pointers only,
-including recursive ones, bounded by the caller's depth) and merging `allOf`. Conditionals pick
-their branch from the value being edited, which is how `then`'s extra fields appear once the
-`if` holds.
+Only what a form needs: a node's own keywords after following `$ref` (local references only,
+JSON pointers and anchors, including recursive ones, bounded by the caller's depth) and merging
+`allOf`. Conditionals pick their branch from the value being edited, which is how `then`'s extra
+fields appear once the `if` holds.
 """
 
 from __future__ import annotations
 
 import copy
 from typing import Any
+from urllib.parse import unquote
 
-from jsonschema import Draft202012Validator
+from jsonpointer import EndOfList, JsonPointer, JsonPointerException
+from referencing import Registry
+from referencing.jsonschema import DRAFT202012
+
+from runtimes.catalog.parameters import compiled_validator
 
 Schema = dict[str, Any]
 SCALAR_TYPES = ("string", "integer", "number", "boolean", "null")
@@ -24,17 +29,32 @@ class Unrenderable(Exception):
 
 
 def pointer(root: Schema, ref: str) -> Schema:
+    """The schema a local ``$ref`` names inside ``root``, read as jsonschema reads it.
+
+    A fragment is percent-decoded, then either a JSON pointer (``#/$defs/lora``), walked by
+    jsonpointer, or an anchor (``#lora``), which referencing finds among the ``$anchor``s; a
+    form follows many pointers, and jsonpointer walks one in a fraction of referencing's time.
+    """
     if not ref.startswith("#"):
         raise Unrenderable(f"remote reference {ref}")
-    node: Any = root
-    for part in [p for p in ref[1:].split("/") if p]:
-        part = part.replace("~1", "/").replace("~0", "~")
-        if isinstance(node, list) and part.isdigit():
-            node = node[int(part)]
-        elif isinstance(node, dict) and part in node:
-            node = node[part]
-        else:
-            raise Unrenderable(f"unresolvable reference {ref}")
+    unresolvable = Unrenderable(f"unresolvable reference {ref}")
+    fragment = unquote(ref[1:])
+    node: Any
+    if fragment and not fragment.startswith("/"):
+        try:
+            resolver = Registry().resolver_with_root(DRAFT202012.create_resource(root))
+            node = resolver.lookup(ref).contents
+        except Exception:
+            # Besides its Unresolvable, referencing fails in assorted ways on a malformed schema
+            # (a non-string $id, a scalar where a subschema belongs); all mean the same here.
+            raise unresolvable from None
+    else:
+        try:
+            node = JsonPointer(fragment).resolve(root)
+        except JsonPointerException:
+            raise unresolvable from None
+        if isinstance(node, EndOfList):  # "-" names the end of an array, not a schema in it
+            raise unresolvable
     if node is True:
         return {}
     if not isinstance(node, dict):
@@ -82,7 +102,7 @@ def holds(schema: Any, value: Any, root: Schema) -> bool:
         # keywords must not leak into the condition.
         whole = {**{k: root[k] for k in ("$defs", "definitions") if k in root}, **schema}
     try:
-        return bool(Draft202012Validator(whole).is_valid(value))
+        return bool(compiled_validator(whole, check_formats=False).is_valid(value))
     except Exception:
         return False
 

@@ -72,7 +72,8 @@ def _foreign_refs(schema: Any) -> list[tuple[str, Any]]:
 
 # Checking a schema against the 2020-12 meta-schema is most of a write's validation, and most
 # writes (a label, a status, a patch elsewhere in the spec) leave the schema as it was: the
-# verdict is remembered by the schema's JSON, for a bounded number of schemas.
+# verdict is remembered by the schema's JSON (key order included, as errors at one path come in
+# the schema's order), for a bounded number of schemas.
 _META_VERDICTS: dict[bytes, tuple[FieldError, ...]] = {}
 _META_VERDICTS_MAX = 512
 
@@ -107,7 +108,8 @@ def parameters_errors(spec: dict[str, Any]) -> list[FieldError]:
     if not isinstance(schema, dict):
         return []  # absent, or a type error the structural check reports
     try:
-        text = orjson.dumps(schema, option=orjson.OPT_SORT_KEYS)
+        # The same JSON keys the defaults' compiled validator (catalog.parameters).
+        text = orjson.dumps(schema)
     except orjson.JSONEncodeError as error:
         # orjson refuses non-string keys and more than 254 levels of nesting.
         return [fe.invalid(_PATH, "object", f"is not a JSON document we can store: {error}")]
@@ -136,10 +138,12 @@ def parameters_errors(spec: dict[str, Any]) -> list[FieldError]:
         )
     if errors:
         return errors
-    return _defaults_errors(spec, schema)
+    return _defaults_errors(spec, schema, text)
 
 
-def _defaults_errors(spec: dict[str, Any], schema: dict[str, Any]) -> list[FieldError]:
+def _defaults_errors(
+    spec: dict[str, Any], schema: dict[str, Any], schema_json: bytes
+) -> list[FieldError]:
     defaults = spec.get("defaults")
     values = defaults.get("parameters") if isinstance(defaults, dict) else None
     if not isinstance(values, dict):
@@ -150,6 +154,12 @@ def _defaults_errors(spec: dict[str, Any], schema: dict[str, Any]) -> list[Field
         path = "spec.defaults.parameters"
         return [fe.invalid(path, "object", f"is not a JSON document we can store: {error}")]
     try:
-        return parameter_errors(schema, values, "spec.defaults.parameters", enforce_required=False)
+        return parameter_errors(
+            schema,
+            values,
+            "spec.defaults.parameters",
+            enforce_required=False,
+            schema_json=schema_json,
+        )
     except Exception as error:  # a pathological schema must give a 422, never a 500
         return [fe.invalid(_PATH, "object", f"could not be applied to the defaults: {error}")]
