@@ -36,7 +36,7 @@ def main(selected: list[str]) -> int:
     django.setup()
 
     # Case modules register themselves on import; add new ones here.
-    from benchmarks import http_cases, validation_cases, console_cases, scale  # noqa: F401, I001
+    from benchmarks import http_cases, validation_cases, console_cases, scale, controller_load  # noqa: F401, I001
     from benchmarks.harness import CASES, EXPLICIT, Bench, CaseSkipped, Comparison, report
     from benchmarks.server import live_server
 
