@@ -53,40 +53,57 @@ def prepare_database() -> tuple[str, str]:
     return create_token(admin, "bench")[1], project.name
 
 
+def spawn(port: int, tls_port: int, log: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    """`manage.py serve --no-seed` on loopback ports, its output in `log`; the pid is daphne's."""
+    with log.open("ab") as out:
+        return subprocess.Popen(
+            [
+                *(sys.executable, "manage.py", "serve", "--no-seed", "--host", "127.0.0.1"),
+                *("--port", str(port), "--tls-port", str(tls_port)),
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+
+
+def wait_for_livez(
+    url: str, process: subprocess.Popen[bytes], log: Path, seconds: float = 60
+) -> None:
+    """Returns once `url`/livez answers 200; raises if the process exits or `seconds` pass."""
+    deadline = time.monotonic() + seconds
+    while True:
+        if process.poll() is not None:
+            raise RuntimeError(f"daphne exited: see {log}\n{log.read_text()[-2000:]}")
+        try:
+            if httpx.get(f"{url}/livez", timeout=1).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"daphne did not answer /livez within {seconds:.0f} s: see {log}")
+        time.sleep(0.1)
+
+
+def stop(process: subprocess.Popen[bytes], seconds: float = 10) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=seconds)
+
+
 @contextmanager
 def live_server(data_dir: Path) -> Iterator[LiveServer]:
     token, namespace = prepare_database()
     port = free_port()
     log = data_dir / "daphne.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [
-                *(sys.executable, "manage.py", "serve", "--no-seed", "--port", str(port)),
-                *("--tls-port", str(free_port())),
-            ],
-            cwd=ROOT,
-            env=os.environ.copy(),
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-        url = f"http://127.0.0.1:{port}"
-        try:
-            deadline = time.monotonic() + 60
-            while True:
-                if process.poll() is not None:
-                    raise RuntimeError(f"daphne exited: see {log}\n{log.read_text()[-2000:]}")
-                try:
-                    if httpx.get(f"{url}/livez", timeout=1).status_code == 200:
-                        break
-                except httpx.TransportError:
-                    pass
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"daphne did not answer /livez within 60 s: see {log}")
-                time.sleep(0.1)
-            yield LiveServer(url, token, namespace, log)
-        finally:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
+    process = spawn(port, free_port(), log, os.environ.copy())
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_for_livez(url, process, log)
+        yield LiveServer(url, token, namespace, log)
+    finally:
+        stop(process)

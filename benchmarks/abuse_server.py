@@ -1,0 +1,158 @@
+"""The abuse benchmark's server: `manage.py serve --no-seed` in a throwaway data dir, restartable.
+
+Accounts and objects are made by `benchmarks.abuse_setup` in a subprocess before the first
+start. An attack may kill the server (the probe's RSS cap) or stop it (SIGTERM): `ensure_up`
+starts it again on the same data dir and ports, so the rows after it still measure something.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from benchmarks.server import ROOT, free_port, spawn, wait_for_livez
+
+HOST = "127.0.0.1"
+GV = "/apis/nodus.dev/v1beta1"
+
+
+def environment(data_dir: Path, controller: bool, extra: dict[str, str]) -> dict[str, str]:
+    """The server's environment: SQLite in `data_dir`, in-memory channels, quiet logs."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NODUS_")}
+    for name in ("DATABASE_URL", "REDIS_URL", "DJANGO_SECRET_KEY"):
+        env.pop(name, None)
+    env.update(
+        NODUS_DATA_DIR=str(data_dir),
+        NODUS_EMBEDDED_CONTROLLER="1" if controller else "0",
+        NODUS_LOG_LEVEL="WARNING",
+        DJANGO_SETTINGS_MODULE="nodus_console.settings",
+        PYTHONUNBUFFERED="1",
+        **extra,
+    )
+    return env
+
+
+def livez_answers(server: AbuseServer, seconds: float = 1.0) -> bool:
+    try:
+        return httpx.get(f"{server.url}/livez", timeout=seconds).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+@dataclass
+class AbuseServer:
+    data_dir: Path
+    controller: bool = False
+    extra_env: dict[str, str] = field(default_factory=dict)
+    port: int = 0
+    tls_port: int = 0
+    process: subprocess.Popen[bytes] | None = None
+    accounts: dict[str, Any] = field(default_factory=dict)
+    starts: int = 0
+
+    @classmethod
+    def fresh(cls, controller: bool = False, runtimes: int = 0, **setup: Any) -> AbuseServer:
+        data_dir = Path(tempfile.mkdtemp(prefix="nodus-abuse-"))
+        (data_dir / "static").mkdir()  # WhiteNoise warns about a missing STATIC_ROOT otherwise
+        server = cls(data_dir, controller, dict(setup.pop("env", {})))
+        server.prepare(runtimes, **setup)
+        return server
+
+    @property
+    def env(self) -> dict[str, str]:
+        return environment(self.data_dir, self.controller, self.extra_env)
+
+    @property
+    def url(self) -> str:
+        return f"http://{HOST}:{self.port}"
+
+    @property
+    def log(self) -> Path:
+        return self.data_dir / "daphne.log"
+
+    @property
+    def pid(self) -> int:
+        assert self.process is not None
+        return self.process.pid
+
+    @property
+    def namespace(self) -> str:
+        return str(self.accounts["namespace"])
+
+    def user(self, name: str) -> dict[str, Any]:
+        return dict(self.accounts["users"][name])
+
+    def token(self, name: str) -> str:
+        return str(self.accounts["users"][name]["token"])
+
+    def prepare(self, runtimes: int, image: str = "") -> None:
+        args = [sys.executable, "-m", "benchmarks.abuse_setup", "--runtimes", str(runtimes)]
+        if image:
+            args += ["--image", image]
+        done = subprocess.run(
+            args, cwd=ROOT, env=self.env, capture_output=True, text=True, timeout=600, check=False
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"abuse_setup failed:\n{done.stderr[-3000:]}")
+        self.accounts = json.loads(done.stdout.strip().splitlines()[-1])
+
+    def start(self) -> None:
+        self.port = self.port or free_port()
+        self.tls_port = self.tls_port or free_port()
+        self.process = spawn(self.port, self.tls_port, self.log, self.env)
+        self.starts += 1
+        wait_for_livez(self.url, self.process, self.log, seconds=90)
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def ensure_up(self) -> bool:
+        """Starts the server again if an attack ended it; True if it had to."""
+        if self.alive():
+            return False
+        self.start()
+        return True
+
+    def terminate(self, seconds: float) -> float | None:
+        """SIGTERM, then the seconds until the process exited; None (and SIGKILL) past `seconds`."""
+        assert self.process is not None
+        started = time.perf_counter()
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(timeout=seconds)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout=10)
+            return None
+        return time.perf_counter() - started
+
+    def kill(self) -> None:
+        if self.process is not None and self.alive():
+            self.process.kill()
+            self.process.wait(timeout=10)
+
+    def stop(self) -> None:
+        if self.alive():
+            self.terminate(10)
+
+    def remove(self) -> None:
+        self.stop()
+        shutil.rmtree(self.data_dir, ignore_errors=True)
+
+    def client(self, user: str = "admin", timeout: float = 30) -> httpx.Client:
+        headers = {"Authorization": f"Bearer {self.token(user)}"} if user else {}
+        return httpx.Client(base_url=self.url, headers=headers, timeout=timeout)
+
+    def collection(self, plural: str = "trainingruntimes") -> str:
+        return f"{GV}/namespaces/{self.namespace}/{plural}"
