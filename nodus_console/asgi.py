@@ -1,4 +1,9 @@
-"""ASGI entry point: HTTP (Django) and websockets (Channels), one process, one event loop."""
+"""ASGI entry point: HTTP (Django) and websockets (Channels), one process, one event loop.
+
+Every request passes two middlewares first: `Draining` (clean shutdown: it knows what is in
+flight) and `FlowControl` (per-client seat pools: overload answers 429 at once), before any
+work is queued for it.
+"""
 
 from __future__ import annotations
 
@@ -12,5 +17,11 @@ django_asgi = get_asgi_application()
 from channels.routing import ProtocolTypeRouter  # noqa: E402
 
 from nodus_console.routing import websocket_application  # noqa: E402
+from runtimes.api.draining import Draining  # noqa: E402
+from runtimes.api.flowcontrol import FlowControl, is_exempt, is_long_running  # noqa: E402
 
-application = ProtocolTypeRouter({"http": django_asgi, "websocket": websocket_application()})
+application = Draining(
+    FlowControl(ProtocolTypeRouter({"http": django_asgi, "websocket": websocket_application()})),
+    is_long_running,
+    is_exempt,
+)

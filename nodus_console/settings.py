@@ -231,3 +231,15 @@ NODUS_CONTROLLER_BACKOFF_MAX_SECONDS = float(
     os.environ.get("NODUS_CONTROLLER_BACKOFF_MAX_SECONDS", 300)
 )
 NODUS_CONTROLLER_BACKOFF_JITTER = float(os.environ.get("NODUS_CONTROLLER_BACKOFF_JITTER", 0.25))
+# Seats per client and per process in each pool of runtimes.api.flowcontrol (0: no limit);
+# past either, 429 TooManyRequests with Retry-After: 1. The module says why these values.
+NODUS_MAX_LISTS_PER_CLIENT = int(os.environ.get("NODUS_MAX_LISTS_PER_CLIENT", 2))
+NODUS_MAX_WATCHES_PER_CLIENT = int(os.environ.get("NODUS_MAX_WATCHES_PER_CLIENT", 100))
+NODUS_MAX_OTHERS_PER_CLIENT = int(os.environ.get("NODUS_MAX_OTHERS_PER_CLIENT", 8))
+NODUS_MAX_LISTS_INFLIGHT = int(os.environ.get("NODUS_MAX_LISTS_INFLIGHT", 8))
+NODUS_MAX_WATCHES_INFLIGHT = int(os.environ.get("NODUS_MAX_WATCHES_INFLIGHT", 1000))
+NODUS_MAX_OTHERS_INFLIGHT = int(os.environ.get("NODUS_MAX_OTHERS_INFLIGHT", 16))
+# Threads of the event loop's default executor (0: the list seats plus 4).
+NODUS_ASGI_THREADS = int(os.environ.get("NODUS_ASGI_THREADS", 0))
+# SIGTERM to exit, at most (runtimes.api.draining).
+NODUS_SHUTDOWN_SECONDS = float(os.environ.get("NODUS_SHUTDOWN_SECONDS", 10))

@@ -34,6 +34,16 @@ OPEN_WATCHES = Gauge(
     "Open watch streams in this process.",
     ["verb", "resource"],
 )
+SEATS_IN_USE = Gauge(
+    "apiserver_flowcontrol_current_executing_seats",
+    "Seats taken in each pool of runtimes.api.flowcontrol (list, watch, other).",
+    ["priority_level"],
+)
+REJECTED = Counter(
+    "apiserver_flowcontrol_rejected_requests_total",
+    "Requests answered 429 because their pool was full, for the client or the process.",
+    ["priority_level", "reason"],
+)
 EVENT_LOG_REVISION = Gauge(
     "nodus_event_log_revision", "The newest revision committed to the event log."
 )

@@ -3,11 +3,16 @@
 `make run` calls this. It serves the console over HTTP and the same app over HTTPS with a
 self-signed certificate (client-go sends bearer tokens only over TLS, so kubectl uses that
 port), and prints the URLs, how to log in and how to point kubectl here.
+
+SIGTERM (or Ctrl-C) shuts down cleanly within ``NODUS_SHUTDOWN_SECONDS`` (10): no new
+connections, watches end as streams end, requests in flight are answered, then the process exits
+(``runtimes.api.draining``).
 """
 
 from __future__ import annotations
 
 import os
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from django.conf import settings
@@ -65,17 +70,32 @@ class Command(BaseCommand):
 
             start_in_process()
         from daphne.endpoints import build_endpoint_description_strings
-        from daphne.server import Server
+        from daphne.server import Server, twisted_loop
 
         from nodus_console.asgi import application
+        from runtimes.api import draining
+        from runtimes.api.flowcontrol import executor_threads
 
         interface = f":interface={host}" if host else ""
         endpoints = build_endpoint_description_strings(host=host, port=port)
         endpoints.append(f"ssl:{tls_port}{interface}:privateKey={key}:certKey={cert}")
-        Server(
+        server = Server(
             application=application,
             endpoints=endpoints,
             http_timeout=None,
             websocket_timeout=86400,
             application_close_timeout=10,
-        ).run()
+            signal_handlers=False,  # SIGTERM and SIGINT drain first (runtimes.api.draining)
+        )
+        # Watch set-up and the hub's reads run on the loop's default executor: sized to the
+        # list seats plus a reserve (runtimes.api.flowcontrol), not to the machine's cores.
+        twisted_loop.set_default_executor(
+            ThreadPoolExecutor(max_workers=executor_threads(), thread_name_prefix="asgi")
+        )
+        draining.terminate_on_signals(settings.NODUS_SHUTDOWN_SECONDS)
+        server.run()
+        if settings.NODUS_EMBEDDED_CONTROLLER:
+            from runtimes.controller.loop import stop_in_process
+
+            stop_in_process(timeout=1.0)
+        draining.exit_now(0)
