@@ -138,7 +138,13 @@ REASONS: dict[str, Reason] = {
         429,
         "Too many requests",
         "The server is shedding load; the request was not processed.",
-        ("Too many requests from one client in a short time.",),
+        (
+            "Too many requests from one client in a short time.",
+            "More lists, watches or other requests in flight from one client, or from all "
+            "clients, than the server's seat pools hold (lists: 2 per client, 8 in all).",
+            "The server is shutting down (a restart or a deploy); retry and another worker, or "
+            "this one once back, answers.",
+        ),
         "Wait for Retry-After seconds and retry.",
     ),
     "InternalError": Reason(
