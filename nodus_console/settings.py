@@ -184,6 +184,9 @@ NODUS_PUBLIC_URL = os.environ.get("NODUS_PUBLIC_URL", "")
 # The in-process controller runs beside the web server unless this is off (scale-out runs
 # `manage.py runcontroller` instead).
 NODUS_EMBEDDED_CONTROLLER = _flag("NODUS_EMBEDDED_CONTROLLER", default=True)
+# The controller's service account token (scale-out: `manage.py createtoken --user
+# system:serviceaccount:nodus:controller`); unset, the controller keeps one in DATA_DIR.
+NODUS_CONTROLLER_TOKEN = os.environ.get("NODUS_CONTROLLER_TOKEN", "")
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [

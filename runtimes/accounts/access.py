@@ -1,9 +1,15 @@
-"""Who may do what: roles per project, platform admins, and the managed project.
+"""Who may do what: roles per project, platform admins, the controller, the managed project.
 
 Viewers get, list and watch; editors also create, update, patch and delete; admins also manage
 membership. Every authenticated user may read the managed project `nodus`; only platform admins
 (staff) write there. Cluster-scoped kinds (the accelerator catalog) are readable by everyone
 signed in and writable by nobody through the API.
+
+Status is the controller's: writing a `status` subresource needs the status permission, which
+only the controller's service account (`CONTROLLER_ACCOUNT`, see `accounts.serviceaccounts`) and
+platform admins hold; project admins and editors are refused, as kube's RBAC refuses a Role
+without `trainingruntimes/status`. The controller's account reads every project and writes
+nothing else.
 """
 
 from __future__ import annotations
@@ -15,6 +21,10 @@ from django.http import HttpRequest
 from runtimes.storage.models import Membership, Project, Role
 
 MANAGED_PROJECT = "nodus"
+# The controller's own identity, named as kube names a service account's user.
+CONTROLLER_ACCOUNT = "system:serviceaccount:nodus:controller"
+# The subresources whose writes need the status permission.
+STATUS_SUBRESOURCES = frozenset({"status"})
 READ_VERBS = frozenset({"get", "list", "watch"})
 WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
 ROLE_VERBS = {
@@ -40,6 +50,18 @@ def is_platform_admin(user: User) -> bool:
     return bool(user.is_authenticated and getattr(user, "is_staff", False))
 
 
+def is_controller(user: User) -> bool:
+    """The controller's service account (active: `tokens.user_for` admits no other)."""
+    return bool(
+        user.is_authenticated and user.get_username() == CONTROLLER_ACCOUNT and user.is_active
+    )
+
+
+def may_write_status(user: User) -> bool:
+    """The status permission (RBAC's `trainingruntimes/status`): the controller and staff."""
+    return is_controller(user) or is_platform_admin(user)
+
+
 def role_in(user: User, project: str) -> str | None:
     if not user.is_authenticated:
         return None
@@ -50,12 +72,17 @@ def role_in(user: User, project: str) -> str | None:
     )
 
 
-def allowed(user: User, verb: str, project: str) -> bool:
-    """Whether `user` may use `verb` on objects in `project` ("" = cluster scope)."""
+def allowed(user: User, verb: str, project: str, subresource: str = "") -> bool:
+    """Whether `user` may use `verb` on objects (or their `subresource`) in `project` ("" =
+    cluster scope)."""
     if not user.is_authenticated:
         return False
+    if subresource in STATUS_SUBRESOURCES and verb not in READ_VERBS:
+        return may_write_status(user)
     if is_platform_admin(user):
         return True
+    if is_controller(user):
+        return verb in READ_VERBS
     if project == "":
         return verb in READ_VERBS
     if project == MANAGED_PROJECT and verb in READ_VERBS:
@@ -68,7 +95,7 @@ def allowed(user: User, verb: str, project: str) -> bool:
 
 def readable_projects(user: User) -> list[str] | None:
     """The projects whose objects `user` may read; None means all of them."""
-    if is_platform_admin(user):
+    if is_platform_admin(user) or is_controller(user):
         return None
     # An anonymous user matches no membership; django-stubs can't know the user model is ours.
     names = set(Membership.objects.filter(user=user).values_list("project_id", flat=True))  # type: ignore[misc]

@@ -1,7 +1,9 @@
 """Discovery: /version, /api, /apis and the group-version documents kubectl reads first.
 
 Both the aggregated (apidiscovery.k8s.io/v2) and the legacy shapes are generated from the
-kind registry; kubectl picks one by the response Content-Type (KUBE-API.md §1.3).
+kind registry; kubectl picks one by the response Content-Type (KUBE-API.md §1.3). Beside our
+group, /apis lists authorization.k8s.io/v1 for the SelfSubjectAccessReviews that `kubectl auth
+can-i` sends (`runtimes.api.access_review`).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from runtimes.api import media
+from runtimes.api import access_review, media
 from runtimes.api.base import KubeView, respond
 from runtimes.apimachinery import errors
 from runtimes.apimachinery.meta import API_VERSION, GROUP, VERSION
@@ -118,6 +120,7 @@ def aggregated(core: bool) -> dict[str, Any]:
                 "versions": [{"version": VERSION, "freshness": "Current", "resources": resources}],
             }
         )
+        items.append(access_review.aggregated_group())
     return {
         "kind": "APIGroupDiscoveryList",
         "apiVersion": "apidiscovery.k8s.io/v2",
@@ -171,10 +174,11 @@ class CoreDiscoveryView(_DiscoveryView):
 
 class GroupsDiscoveryView(_DiscoveryView):
     def legacy(self) -> dict[str, Any]:
-        group = api_group()
-        group.pop("kind")
-        group.pop("apiVersion")
-        return {"kind": "APIGroupList", "apiVersion": "v1", "groups": [group]}
+        groups = [api_group(), access_review.api_group()]
+        for group in groups:
+            group.pop("kind")
+            group.pop("apiVersion")
+        return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
 
 
 class GroupView(KubeView):

@@ -9,7 +9,14 @@ from django.http import HttpRequest, HttpResponseBase
 from django.urls import path, re_path
 from django.views.decorators.csrf import csrf_exempt
 
-from runtimes.api import compile_view, discovery, health_views, objects, openapi_views
+from runtimes.api import (
+    access_review,
+    compile_view,
+    discovery,
+    health_views,
+    objects,
+    openapi_views,
+)
 from runtimes.apimachinery.meta import API_VERSION, GROUP
 from runtimes.registry import authorization
 
@@ -43,6 +50,12 @@ urlpatterns = [
     path("apis", discovery.GroupsDiscoveryView.as_view()),
     path(f"apis/{GROUP}", discovery.GroupView.as_view()),
     path(GV, discovery.GroupVersionView.as_view()),
+    path(f"apis/{access_review.GROUP}", access_review.GroupView.as_view()),
+    path(f"apis/{access_review.API_VERSION}", access_review.GroupVersionView.as_view()),
+    path(
+        f"apis/{access_review.API_VERSION}/{access_review.PLURAL}",
+        access_review.SelfSubjectAccessReviewView.as_view(),
+    ),
     path(f"{GV}/namespaces/<str:namespace>/<str:plural>", collection),
     path(f"{GV}/namespaces/<str:namespace>/<str:plural>/<str:name>", _item),
     path(

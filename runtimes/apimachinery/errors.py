@@ -51,8 +51,11 @@ REASONS: dict[str, Reason] = {
         (
             "Viewers may get, list and watch; editors may also write; admins manage members.",
             "Only platform admins write in the managed project 'nodus'.",
+            "Writing status (`trainingruntimes/status`) needs the status permission: only the "
+            "controller's service account and platform admins hold it, project roles do not.",
         ),
-        "Ask an admin of the project for the editor role, or work in a project of your own.",
+        "Ask an admin of the project for the editor role, or work in a project of your own; "
+        "status is the controller's to write.",
     ),
     "NotFound": Reason(
         404,

@@ -10,7 +10,9 @@ class attribute `access` on API views and websocket consumers, `declare` or the 
 - `role(verbs, resource, subresource)`: a verb the caller's role must allow on the resource in
   the project (namespace) the request names. `verbs` maps each request method to its verb, as
   kube-apiserver's RBAC names them (GET item = get, PUT = update, PATCH = patch; a collection's
-  GET = list, or watch for `?watch=1` and WebSocket, the `WATCH` method).
+  GET = list, or watch for `?watch=1` and WebSocket, the `WATCH` method). A `subresource` of
+  `status` makes its writes need the status permission (`accounts.access.may_write_status`):
+  the controller's service account and platform admins hold it, project roles do not.
 
 `check` decides for the HTTP views, the console pages and both websockets alike: 401
 Unauthorized, then 405 MethodNotAllowed for writes to read-only kinds, then 403 Forbidden,
@@ -145,7 +147,7 @@ def authorize(
             fix=f"{rt.kind} objects are read-only through the API; platform admins change the "
             "catalog file and reload it.",
         )
-    if not allowed(user, verb, namespace if rt.namespaced else ""):
+    if not allowed(user, verb, namespace if rt.namespaced else "", subresource):
         raise errors.forbidden(
             user.get_username() if user.is_authenticated else "system:anonymous",
             verb,

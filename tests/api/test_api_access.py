@@ -1,6 +1,7 @@
 """Who may do what, as a matrix: every actor, every verb, in the project demo and the managed
 project nodus. alice admins demo, bob views it, charlie is an outsider, root is a platform
-admin; everyone signed in reads nodus and only platform admins write there."""
+admin; everyone signed in reads nodus and only platform admins write there. Status is written by
+the controller (tests/security/test_status_permission.py) and platform admins only."""
 
 from __future__ import annotations
 
@@ -27,6 +28,8 @@ MAY_READ = {("alice", "demo"), ("bob", "demo"), ("root", "demo")} | {
     (who, "nodus") for who in ("alice", "bob", "charlie", "root")
 }
 MAY_WRITE = {("alice", "demo"), ("root", "demo"), ("root", "nodus")}
+# Status is the controller's: project admins and editors may not write it, platform admins may.
+MAY_WRITE_STATUS = {("root", "demo"), ("root", "nodus")}
 
 # The verb as RBAC (and so the Forbidden message) names it, and the resource it names.
 RBAC = {
@@ -102,7 +105,7 @@ def test_it_allows_watching_exactly_to_readers(
 
 
 def check(api: Callable[[str | None], ApiClient], who: str | None, verb: str, project: str) -> None:
-    allowed = MAY_READ if verb in READS else MAY_WRITE
+    allowed = MAY_READ if verb in READS else MAY_WRITE_STATUS if verb == "status" else MAY_WRITE
     before = (store.current_revision(), Event.objects.count())
     response = send(api(who), verb, project)
     if who is not None and (who, project) in allowed:

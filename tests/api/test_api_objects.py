@@ -26,6 +26,12 @@ def alice(api: Callable[[str | None], ApiClient]) -> ApiClient:
     return api("alice")
 
 
+@pytest.fixture
+def root(api: Callable[[str | None], ApiClient]) -> ApiClient:
+    """A platform admin: with the controller, the only one who may write /status."""
+    return api("root")
+
+
 def created(client: ApiClient, name: str = "sft-demo", **spec: Any) -> dict[str, Any]:
     response = client.post(TRS, runtime_manifest(name, **spec))
     assert response.status_code == 201, response.json_body
@@ -361,9 +367,11 @@ def test_it_ignores_status_on_the_main_endpoint(alice: ApiClient) -> None:
     assert response.json_body["status"]["phase"] == "Pending"
 
 
-def test_it_writes_only_status_through_the_status_subresource(alice: ApiClient) -> None:
+def test_it_writes_only_status_through_the_status_subresource(
+    alice: ApiClient, root: ApiClient
+) -> None:
     obj = created(alice)
-    response = alice.patch(
+    response = root.patch(
         f"{TRS}/sft-demo/status",
         {
             "status": {"phase": "Ready", "observedGeneration": 1},
@@ -380,14 +388,14 @@ def test_it_writes_only_status_through_the_status_subresource(alice: ApiClient) 
     assert alice.get(f"{TRS}/sft-demo/status").json_body["status"]["phase"] == "Ready"
 
 
-def test_it_derives_managed_whatever_status_says(alice: ApiClient) -> None:
+def test_it_derives_managed_whatever_status_says(alice: ApiClient, root: ApiClient) -> None:
     created(alice)
-    response = alice.patch(f"{TRS}/sft-demo/status", {"status": {"managed": True}})
+    response = root.patch(f"{TRS}/sft-demo/status", {"status": {"managed": True}})
     assert response.status_code in {200, 422}
     assert alice.get(f"{TRS}/sft-demo").json_body["status"]["managed"] is False
 
 
-def test_it_stores_and_emits_nothing_on_dry_run(alice: ApiClient) -> None:
+def test_it_stores_and_emits_nothing_on_dry_run(alice: ApiClient, root: ApiClient) -> None:
     created(alice)
     before = snapshot()
     create = alice.post(f"{TRS}?dryRun=All", runtime_manifest("dry"))
@@ -402,7 +410,7 @@ def test_it_stores_and_emits_nothing_on_dry_run(alice: ApiClient) -> None:
     assert alice.put(f"{TRS}/sft-demo?dryRun=All", current).status_code == 200
     apply = alice.patch(f"{TRS}/new?dryRun=All&fieldManager=me", runtime_manifest("new"), APPLY)
     assert apply.status_code == 201
-    status = alice.patch(f"{TRS}/sft-demo/status?dryRun=All", {"status": {"phase": "Ready"}})
+    status = root.patch(f"{TRS}/sft-demo/status?dryRun=All", {"status": {"phase": "Ready"}})
     assert status.status_code == 200
     delete = alice.delete(f"{TRS}/sft-demo", {"dryRun": ["All"]})
     assert delete.status_code == 200

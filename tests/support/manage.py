@@ -1,0 +1,44 @@
+"""Management commands run against a live server's data directory, as an operator would.
+
+The live servers of tests/support/liveserver.py keep their database in their data directory;
+`manage(server, ...)` runs `python manage.py ...` there, beside the running daphne, and
+`shell(server, code)` runs Python in `manage.py shell` and returns what it printed.
+"""
+
+from __future__ import annotations
+
+import subprocess
+
+from tests.support.liveserver import PYTHON, REPO, LiveServer, server_environment
+
+
+def manage(server: LiveServer, *args: str, timeout: float = 120) -> str:
+    done = subprocess.run(
+        [str(PYTHON), str(REPO / "manage.py"), *args],
+        cwd=REPO,
+        env=server_environment(server.data_dir),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    assert done.returncode == 0, f"manage.py {' '.join(args)}:\n{done.stdout}\n{done.stderr}"
+    return done.stdout
+
+
+def shell(server: LiveServer, code: str) -> str:
+    return manage(server, "shell", "--verbosity=0", "-c", code)
+
+
+def add_member(server: LiveServer, name: str, role: str, project: str = "demo") -> str:
+    """Creates user `name` with `role` in `project` and returns a fresh API token of theirs."""
+    manage(server, "createuser", name, "--password", f"{name}-pass")
+    shell(
+        server,
+        "from django.contrib.auth import get_user_model\n"
+        "from runtimes.storage.models import Membership\n"
+        f"user = get_user_model().objects.get(username={name!r})\n"
+        f"Membership.objects.update_or_create(project_id={project!r}, user=user, "
+        f"defaults={{'role': {role!r}}})\n",
+    )
+    return manage(server, "createtoken", "--user", name, "--name", "live").strip()
