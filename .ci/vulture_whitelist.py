@@ -17,3 +17,5 @@ bytes_data
 tb
 # Django's RunPython calls a migration function as fn(apps, schema_editor).
 schema_editor
+# django-axes calls AXES_LOCKOUT_CALLABLE(request, original_response, credentials).
+original_response

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import secrets
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
@@ -93,6 +94,7 @@ INSTALLED_APPS = [
     "channels",
     "django_htmx",
     "django_filters",
+    "axes",
     "runtimes",
 ]
 
@@ -107,6 +109,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last, as django-axes asks: it turns a locked-out sign-in into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "nodus_console.urls"
@@ -187,6 +191,29 @@ NODUS_EMBEDDED_CONTROLLER = _flag("NODUS_EMBEDDED_CONTROLLER", default=True)
 # The controller's service account token (scale-out: `manage.py createtoken --user
 # system:serviceaccount:nodus:controller`); unset, the controller keeps one in DATA_DIR.
 NODUS_CONTROLLER_TOKEN = os.environ.get("NODUS_CONTROLLER_TOKEN", "")
+
+# Sign-in throttling (django-axes): after AXES_FAILURE_LIMIT failed sign-ins for one username from
+# one address, the console's and /admin's sign-in answer 429 with the lockout page until the
+# cool-off has passed since the last failure; a successful sign-in resets the count.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = int(os.environ.get("NODUS_LOGIN_FAILURE_LIMIT", 5))
+AXES_COOLOFF_TIME = timedelta(minutes=float(os.environ.get("NODUS_LOGIN_COOLOFF_MINUTES", 15)))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+# Trying again while locked out does not push the end of the lockout further away.
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
+AXES_LOCKOUT_CALLABLE = "runtimes.console.signin.locked_out"
+# Failed bearer tokens per client address (runtimes.accounts.throttling): past the limit within
+# the window, 429 TooManyRequests with Retry-After.
+NODUS_TOKEN_FAILURE_LIMIT = int(os.environ.get("NODUS_TOKEN_FAILURE_LIMIT", 20))
+NODUS_TOKEN_FAILURE_WINDOW = float(os.environ.get("NODUS_TOKEN_FAILURE_WINDOW", 60))
+# Open watches and websockets check their caller again after any access change (at most this long
+# after it, runtimes.watch.guard) and, whatever happened, every NODUS_STREAM_RECHECK_SECONDS.
+NODUS_STREAM_POLL_SECONDS = float(os.environ.get("NODUS_STREAM_POLL_SECONDS", 1.0))
+NODUS_STREAM_RECHECK_SECONDS = float(os.environ.get("NODUS_STREAM_RECHECK_SECONDS", 30))
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [

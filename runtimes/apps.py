@@ -8,6 +8,7 @@ class RuntimesConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from runtimes.accounts import revocation
         from runtimes.storage import compaction, events
         from runtimes.watch import nudge
 
@@ -16,3 +17,7 @@ class RuntimesConfig(AppConfig):
         # And keeps the event log bounded: this hook is compaction's one owner (the hub never
         # compacts), so it runs wherever writes happen, hub or no hub.
         events.subscribe(compaction.after_commit)
+        # Revoked tokens, removed role bindings and deactivated users reach open streams, in
+        # this process and, through the nudges, in every other (runtimes.watch.guard).
+        revocation.connect()
+        revocation.listen(nudge.access_changed)

@@ -1,4 +1,8 @@
-"""Bearer-token authentication for kubectl and scripts (sessions cover the browser)."""
+"""Bearer-token authentication for kubectl and scripts (sessions cover the browser).
+
+Failed tokens count against the client's address (`accounts.throttling`): past the limit the
+answer is 429 TooManyRequests with Retry-After, before the token is even looked up.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,12 @@ from typing import Any
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
-from runtimes.accounts.tokens import user_for
+from runtimes.accounts.throttling import bearer_user
+
+
+def client_address(meta: Any) -> str:
+    """The peer's address as daphne reports it (behind a proxy: run daphne with --proxy-headers)."""
+    return str(meta.get("REMOTE_ADDR") or "")
 
 
 class BearerTokenAuthentication(authentication.BaseAuthentication):
@@ -18,7 +27,7 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
         scheme, _, token = header.partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
             raise exceptions.AuthenticationFailed("Authorization must be 'Bearer <token>'")
-        user = user_for(token.strip())
+        user = bearer_user(token.strip(), client_address(request.META))
         if user is None:
             raise exceptions.AuthenticationFailed("Unauthorized")
         return user, token

@@ -5,7 +5,8 @@ authorization and every option are checked first, so a bad request is an ordinar
 response; after that the answer is 200 and problems arrive as ERROR events, as from
 kube-apiserver. Daphne sends the headers with the first chunk, so the stream opens with an
 empty one: a client watching a quiet collection must not wait for the first event to learn
-the watch was accepted.
+the watch was accepted. The watch remembers how its caller signed in, so a revoked token, a
+removed role binding or a deactivated user ends it with an ERROR event (`watch.guard`).
 """
 
 from __future__ import annotations
@@ -18,13 +19,15 @@ import orjson
 from django.contrib.auth.models import AnonymousUser
 from django.http import HttpRequest, HttpResponseBase, StreamingHttpResponse
 
-from runtimes.accounts.tokens import user_for
+from runtimes.accounts.throttling import bearer_user
 from runtimes.api import media, metrics
+from runtimes.api.authentication import client_address
 from runtimes.api.status import status_response
 from runtimes.api.watchstream import WatchPlan, plan_watch, watch_events
 from runtimes.apimachinery import errors
 from runtimes.registry.authorization import Access
 from runtimes.registry.kinds import lookup
+from runtimes.watch.guard import Credential
 from runtimes.watch.hub import run_db
 
 log = logging.getLogger("nodus.watch")
@@ -34,20 +37,24 @@ def _not_found() -> errors.ApiError:
     return errors.ApiError("NotFound", "the server could not find the requested resource")
 
 
-async def authenticate(request: HttpRequest) -> Any:
-    """The bearer token's user, else the session's; a bad token is 401, as in DRF's views."""
+async def authenticate(request: HttpRequest) -> tuple[Any, Credential]:
+    """The bearer token's user, else the session's, with how they signed in; a bad token is
+    401 (429 after too many), as in DRF's views."""
     header = request.headers.get("Authorization", "")
     if header:
         scheme, _, token = header.partition(" ")
-        user = await run_db(user_for, token.strip()) if scheme.lower() == "bearer" else None
+        token = token.strip()
+        user = None
+        if scheme.lower() == "bearer":
+            user = await run_db(bearer_user, token, client_address(request.META))
         if user is None:
             raise errors.ApiError("Unauthorized", "Unauthorized")
-        return user
+        return user, Credential.bearer(token)
     auser = getattr(request, "auser", None)
     user = await auser() if auser is not None else AnonymousUser()
     if not user.is_authenticated:
         raise errors.ApiError("Unauthorized", "Unauthorized")
-    return user
+    return user, Credential.session(user, getattr(request, "session", None))
 
 
 async def prepare(
@@ -56,13 +63,13 @@ async def prepare(
     rt = lookup(plural)
     if rt is None or (namespace is not None and not rt.namespaced):
         raise _not_found()
-    user = await authenticate(request)
+    user, credential = await authenticate(request)
     rendering = media.accepted_as(request, ("Table",))
     if rendering is None:
         raise errors.ApiError("NotAcceptable", str(media.not_acceptable().detail))
     table_version = rendering[1] if rendering[0] == "Table" else None
     plan: WatchPlan = await run_db(
-        plan_watch, rt, user, access, namespace, request.GET, table_version
+        plan_watch, rt, user, access, namespace, request.GET, table_version, credential
     )
     return plan
 

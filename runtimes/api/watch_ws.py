@@ -7,8 +7,11 @@ exactly what the HTTP watch streams (same plan, same generator). Credentials: th
 The origin is checked by `AllowedHostsOriginValidator` around every websocket route.
 
 A request that fails before streaming is accepted, answered with one ERROR event carrying the
-Status, and closed with code 4000 + the HTTP status (4401, 4403, 4422, ...), so clients see
-the same message an HTTP client would.
+Status, and closed with code 4000 + the HTTP status (4401, 4403, 4422, 4429, ...), so clients see
+the same message an HTTP client would. A watch whose caller loses access while it runs (token
+revoked, role binding removed, user deactivated: `watch.guard`) ends the same way: its last
+event is the ERROR, and the close code 4401 or 4403. Failed tokens count against the client's
+address, as over HTTP (`accounts.throttling`).
 """
 
 from __future__ import annotations
@@ -27,17 +30,20 @@ from django.http import QueryDict
 from django.urls import re_path
 
 from runtimes.accounts.origin import same_origin
-from runtimes.accounts.tokens import user_for
+from runtimes.accounts.throttling import bearer_user
 from runtimes.api.objects import CollectionView
 from runtimes.api.watchstream import WatchPlan, plan_watch, watch_events
 from runtimes.apimachinery import errors
 from runtimes.registry.kinds import lookup
+from runtimes.watch.guard import Credential
 from runtimes.watch.hub import run_db
 
 log = logging.getLogger("nodus.watch")
 
 TOKEN_PROTOCOL = "base64url.bearer.authorization.k8s.io."
 NORMAL_CLOSURE = 1000
+# A watch that ends with one of these Statuses closes with 4000 + its code, as a refused one.
+CLOSING_CODES = frozenset({401, 403})
 
 
 def _token_from_protocol(protocol: str) -> str | None:
@@ -67,7 +73,11 @@ class WatchConsumer(AsyncWebsocketConsumer):
         others = [p for p in self._offered() if not p.startswith(TOKEN_PROTOCOL)]
         return others[0] if others else None
 
-    async def _user(self) -> Any:
+    def _client(self) -> str:
+        client = self.scope.get("client") or ("", 0)
+        return str(client[0] or "")
+
+    async def _user(self) -> tuple[Any, Credential] | None:
         header = self._header(b"authorization")
         token: str | None = None
         if header:
@@ -82,11 +92,12 @@ class WatchConsumer(AsyncWebsocketConsumer):
                     if token is None:
                         return None
         if token is not None:
-            return await run_db(user_for, token)
+            found = await run_db(bearer_user, token, self._client())
+            return None if found is None else (found, Credential.bearer(token))
         user = self.scope.get("user") or AnonymousUser()
         if not user.is_authenticated or not same_origin(self.scope):
             return None
-        return user
+        return user, Credential.session(user, self.scope.get("session"))
 
     async def _plan(self) -> WatchPlan:
         kwargs = self.scope["url_route"]["kwargs"]
@@ -100,14 +111,17 @@ class WatchConsumer(AsyncWebsocketConsumer):
                 "only watches are served over WebSocket",
                 fix="Add ?watch=1 to the URL, or use plain HTTP for other requests.",
             )
-        user = await self._user()
-        if user is None:
+        caller = await self._user()
+        if caller is None:
             raise errors.ApiError("Unauthorized", "Unauthorized")
+        user, credential = caller
         table = None
         accept = self._header(b"accept")
         if "as=Table" in accept and "g=meta.k8s.io" in accept:
             table = "v1beta1" if "v=v1beta1" in accept and "v=v1;" not in accept else "v1"
-        plan: WatchPlan = await run_db(plan_watch, rt, user, self.access, namespace, query, table)
+        plan: WatchPlan = await run_db(
+            plan_watch, rt, user, self.access, namespace, query, table, credential
+        )
         return plan
 
     async def connect(self) -> None:
@@ -124,9 +138,12 @@ class WatchConsumer(AsyncWebsocketConsumer):
         self.task = asyncio.create_task(self._pump(plan))
 
     async def _pump(self, plan: WatchPlan) -> None:
+        code = NORMAL_CLOSURE
         try:
             async for event in watch_events(plan):
                 await self.send(text_data=orjson.dumps(event).decode())
+                if event["type"] == "ERROR" and event["object"].get("code") in CLOSING_CODES:
+                    code = 4000 + int(event["object"]["code"])
         except asyncio.CancelledError:
             raise
         except Exception:
@@ -135,7 +152,7 @@ class WatchConsumer(AsyncWebsocketConsumer):
             await self.send(
                 text_data=orjson.dumps({"type": "ERROR", "object": error.status()}).decode()
             )
-        await self.close(NORMAL_CLOSURE)
+        await self.close(code)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         return None  # a watch only speaks; anything the client says is ignored

@@ -7,6 +7,11 @@ events BOOKMARK, then the hub's changes typed against the selectors (an object e
 selection is ADDED, one leaving it is DELETED with its previous content and the new revision),
 periodic BOOKMARKs, and ERROR to end a watch that can no longer be served. The HTTP view
 writes them as JSON lines, the WebSocket consumer as text frames.
+
+A plan made with the caller's credentials carries a `StreamGuard` (`runtimes.watch.guard`): the
+stream asks it at least once a second, and when the caller's token was revoked, their role
+binding removed or their account deactivated, the watch ends with an ERROR event carrying the
+401 or 403 Status a new request would get.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import random
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +34,7 @@ from runtimes.registry import authorization
 from runtimes.registry.resources import ResourceType
 from runtimes.storage import compaction, store
 from runtimes.watch import hub
+from runtimes.watch.guard import Credential, StreamGuard
 
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 # kube-apiserver sends a bookmark about once a minute.
@@ -49,6 +55,7 @@ class WatchPlan:
     initial_end_bookmark: bool = False
     too_old: errors.ApiError | None = None  # the start was compacted: the stream is one ERROR
     table_version: str | None = None  # "v1" / "v1beta1" for meta.k8s.io Table events
+    guard: StreamGuard | None = None  # rechecks the caller while the watch runs
 
     @property
     def timeout(self) -> float:
@@ -65,17 +72,22 @@ def plan_watch(
     namespace: str | None,
     query: Any,
     table_version: str | None = None,
+    credential: Credential | None = None,
 ) -> WatchPlan:
     """Checks and resolves a watch request (sync: it reads the database).
 
     `access` is the declaration of the endpoint the watch came in by (the HTTP collection's or
-    the WebSocket consumer's); both go through the same check.
+    the WebSocket consumer's); both go through the same check, at the start and, with the
+    caller's `credential`, again whenever access may have been taken away.
     """
     authorization.check(user, access, authorization.WATCH, namespace or "", kind=rt)
     if namespace is not None:
         store.ensure_namespace(rt, namespace)
     opts = parse_list_options(rt, query, readable_namespaces(rt, user, namespace), watch=True)
     plan = WatchPlan(rt, namespace, opts, 0, table_version=table_version)
+    if credential is not None:
+        recheck = still_allowed(rt, access, namespace, opts.selection.namespaces)
+        plan.guard = StreamGuard(credential, recheck)
     wanted = opts.revision
     send_initial = opts.send_initial_events
     if send_initial is None:
@@ -97,6 +109,27 @@ def plan_watch(
     if compaction.is_expired(wanted):
         plan.too_old = compaction.too_old(wanted, compaction.oldest_resumable())
     return plan
+
+
+def still_allowed(
+    rt: ResourceType,
+    access: authorization.Access,
+    namespace: str | None,
+    visible: frozenset[str] | None,
+) -> Callable[[Any], None]:
+    """The recheck of a running watch: the same check as at its start and, for a watch across
+    projects, every project it was showing still readable (a lost one is 403 for it)."""
+
+    def recheck(user: Any) -> None:
+        authorization.check(user, access, authorization.WATCH, namespace or "", kind=rt)
+        if visible is None:
+            return
+        now = readable_namespaces(rt, user, namespace)
+        lost = sorted(visible - set(now)) if now is not None else []
+        if lost:
+            raise errors.forbidden(user.get_username(), "watch", rt.plural, rt.group, lost[0])
+
+    return recheck
 
 
 def typed(event: hub.HubEvent, selection: Selection) -> tuple[str, Obj] | None:
@@ -193,6 +226,7 @@ async def watch_events(plan: WatchPlan) -> AsyncIterator[Obj]:
     bookmarks = plan.opts.allow_bookmarks
     every = float(getattr(settings, "NODUS_WATCH_BOOKMARK_SECONDS", BOOKMARK_SECONDS))
     next_bookmark = loop.time() + every
+    guard = plan.guard
     async with hub.subscribe(
         plan.start_after, plan.rt.key, plan.namespace if plan.rt.namespaced else None
     ) as changes:
@@ -205,6 +239,8 @@ async def watch_events(plan: WatchPlan) -> AsyncIterator[Obj]:
             wait = deadline - now
             if bookmarks:
                 wait = min(wait, max(next_bookmark - now, 0.0))
+            if guard is not None:
+                wait = min(wait, guard.poll)
             try:
                 batch = await changes.next_batch(wait)
             except hub.TooOld as exc:
@@ -221,6 +257,9 @@ async def watch_events(plan: WatchPlan) -> AsyncIterator[Obj]:
                 # Daphne's send never suspends, so a watcher with a steady supply of events
                 # would otherwise keep the event loop to itself.
                 await asyncio.sleep(0)
+            if guard is not None and (revoked := await guard.verdict()) is not None:
+                yield encoder.error(revoked)
+                return
             now = loop.time()
             if bookmarks and next_bookmark <= now < deadline:  # at the deadline: the last one
                 yield encoder.bookmark(changes.cursor)

@@ -40,7 +40,12 @@ REASONS: dict[str, Reason] = {
         401,
         "Unauthorized",
         "The request carried no credentials, or credentials that are unknown or revoked.",
-        ("No Authorization header or session.", "The token was revoked or mistyped."),
+        (
+            "No Authorization header or session.",
+            "The token was revoked or mistyped.",
+            "A watch or websocket whose token was revoked, or whose user was deactivated or "
+            "signed out, while it was open: it ends with this Status (close code 4401).",
+        ),
         "Send 'Authorization: Bearer <token>'; get a kubeconfig with a fresh token from the "
         "console's Tokens page or `python manage.py kubeconfig --user NAME`.",
     ),
@@ -53,6 +58,8 @@ REASONS: dict[str, Reason] = {
             "Only platform admins write in the managed project 'nodus'.",
             "Writing status (`trainingruntimes/status`) needs the status permission: only the "
             "controller's service account and platform admins hold it, project roles do not.",
+            "A watch or websocket whose role binding was removed while it was open: it ends with "
+            "this Status (close code 4403).",
         ),
         "Ask an admin of the project for the editor role, or work in a project of your own; "
         "status is the controller's to write.",
@@ -143,12 +150,16 @@ REASONS: dict[str, Reason] = {
         "The server is shedding load; the request was not processed.",
         (
             "Too many requests from one client in a short time.",
+            "Too many failed bearer tokens from one address (20 within a minute by default).",
+            "Too many failed sign-ins for one user from one address (the console's and the "
+            "admin's sign-in lock out for 15 minutes).",
             "More lists, watches or other requests in flight from one client, or from all "
             "clients, than the server's seat pools hold (lists: 2 per client, 8 in all).",
             "The server is shutting down (a restart or a deploy); retry and another worker, or "
             "this one once back, answers.",
         ),
-        "Wait for Retry-After seconds and retry.",
+        "Wait for Retry-After seconds and retry; if your token is being refused, get a fresh one "
+        "first.",
     ),
     "InternalError": Reason(
         500,

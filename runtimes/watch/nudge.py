@@ -13,6 +13,11 @@ There is one nudger per process (`process_nudger`), and it sends for every local
 (`published`, subscribed to `runtimes.storage.events` when the app loads) whether or not this
 process has a hub: a worker that only serves writes never starts one, yet the workers watching must
 hear of its writes at once rather than on their next poll. A hub listens on the same nudger.
+
+The same group carries access changes (`accounts.revocation`): a process where a token was revoked,
+a role binding removed or a user deactivated says so, and every other process moves its own
+revocation epoch, so its open streams check their callers again (`runtimes.watch.guard`). A lost
+one is caught by the guards' periodic backstop check.
 """
 
 from __future__ import annotations
@@ -26,10 +31,13 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from runtimes.accounts import revocation
+
 log = logging.getLogger("nodus.hub")
 
 GROUP = "nodus.revisions"
 MESSAGE_TYPE = "nodus.revision"
+ACCESS_TYPE = "nodus.access"
 # channels-redis forgets group members after a day; re-joining now and then keeps us in.
 REJOIN_SECONDS = 600.0
 
@@ -58,6 +66,7 @@ class Nudger:
         self.listeners: list[Callable[[int], None]] = [on_nudge] if on_nudge else []
         self.layer: Any | None = None
         self._pending = 0
+        self._access_pending = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wake: asyncio.Event | None = None
         self._thread: threading.Thread | None = None
@@ -107,6 +116,14 @@ class Nudger:
         self._pending = max(self._pending, revision)
         loop.call_soon_threadsafe(wake.set)
 
+    def note_access(self) -> None:
+        """Called (from any thread) when access was taken away in this process."""
+        loop, wake = self._loop, self._wake
+        if loop is None or wake is None or loop.is_closed():
+            return
+        self._access_pending = True
+        loop.call_soon_threadsafe(wake.set)
+
     async def _run(self, ready: threading.Event) -> None:
         self._loop = asyncio.get_running_loop()
         self._wake = asyncio.Event()
@@ -121,13 +138,19 @@ class Nudger:
             await self._wake.wait()
             self._wake.clear()
             revision, self._pending = self._pending, 0
-            if not revision:
-                continue
-            message = {"type": MESSAGE_TYPE, "revision": revision, "origin": self.origin}
-            try:
-                await self.layer.group_send(GROUP, message)
-            except Exception:  # the layer being down must not stop local delivery
-                log.warning("could not send revision nudge %s", revision, exc_info=True)
+            access, self._access_pending = self._access_pending, False
+            if access:
+                await self._send({"type": ACCESS_TYPE, "origin": self.origin})
+            if revision:
+                message = {"type": MESSAGE_TYPE, "revision": revision, "origin": self.origin}
+                await self._send(message)
+
+    async def _send(self, message: dict[str, Any]) -> None:
+        assert self.layer is not None
+        try:
+            await self.layer.group_send(GROUP, message)
+        except Exception:  # the layer being down must not stop local delivery
+            log.warning("could not send nudge %s", message, exc_info=True)
 
     async def _receive_forever(self) -> None:
         assert self.layer is not None
@@ -144,7 +167,11 @@ class Nudger:
                     log.warning("revision nudge receive failed; retrying", exc_info=True)
                     await asyncio.sleep(1.0)
                     continue
-                if message.get("origin") != self.origin:
+                if message.get("origin") == self.origin:
+                    continue
+                if message.get("type") == ACCESS_TYPE:
+                    revocation.bump(broadcast=False)
+                else:
                     for listener in list(self.listeners):
                         listener(int(message.get("revision") or 0))
         finally:
@@ -183,3 +210,8 @@ def process_nudger() -> Nudger:
 def published(revision: int) -> None:
     """A local commit (a `runtimes.storage.events` listener): tell the other processes."""
     process_nudger().note_local(revision)
+
+
+def access_changed() -> None:
+    """Access was taken away here (an `accounts.revocation` listener): tell the others."""
+    process_nudger().note_access()

@@ -44,7 +44,42 @@
     indicator("live", "live");
     send(true); // after a reconnect: resume from the last revision delivered
   });
-  document.addEventListener("htmx:wsClose", function () {
+  // The server closes the socket with these codes once the user's access is gone
+  // (runtimes/console/consumers.py); htmx does not reconnect after them, so say why.
+  var ENDED = {
+    4401: {
+      text: "Live updates stopped: you are no longer signed in (you signed out, your password changed or your account was deactivated).",
+      link: "Sign in again",
+      href: function () { return "/login?next=" + encodeURIComponent(location.pathname + location.search); }
+    },
+    4403: {
+      text: "Live updates stopped: your access changed (a project role was removed or lowered).",
+      link: "Reload to see what you may still see",
+      href: function () { return location.href; }
+    }
+  };
+
+  function ended(why) {
+    indicator("closed", "offline");
+    var notice = document.getElementById("live-notice");
+    if (!notice) return;
+    notice.setAttribute("role", "alert");
+    notice.dataset.ended = "true";
+    notice.textContent = why.text + " ";
+    var link = document.createElement("a");
+    link.href = why.href();
+    link.textContent = why.link;
+    notice.appendChild(link);
+  }
+
+  document.addEventListener("htmx:wsClose", function (event) {
+    var close = event.detail && event.detail.event;
+    var why = close && ENDED[close.code];
+    if (why) {
+      socket = null;
+      ended(why);
+      return;
+    }
     indicator("reconnecting", "reconnecting…");
   });
   document.addEventListener("htmx:wsAfterMessage", function () {
