@@ -14,9 +14,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+from csp.constants import NONE, SELF
+
+from runtimes.accounts.privatefiles import private_database, private_dir, tighten, write_private
+
 BASE_DIR = Path(__file__).resolve().parent.parent
-DATA_DIR = Path(os.environ.get("NODUS_DATA_DIR", BASE_DIR / ".data")).resolve()
-DATA_DIR.mkdir(parents=True, exist_ok=True)
+# The data dir holds the database and the keys: 0700, and its secrets 0600 (privatefiles).
+DATA_DIR = private_dir(Path(os.environ.get("NODUS_DATA_DIR", BASE_DIR / ".data")).resolve())
 
 
 def _flag(name: str, default: bool = False) -> bool:
@@ -29,8 +33,8 @@ def _secret_key() -> str:
     # Generated once and kept beside the data, so sessions and tokens survive restarts.
     path = DATA_DIR / "secret-key"
     if not path.exists():
-        path.write_text(secrets.token_urlsafe(50))
-        path.chmod(0o600)
+        write_private(path, secrets.token_urlsafe(50).encode())
+    tighten(path)
     return path.read_text().strip()
 
 
@@ -101,6 +105,9 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "runtimes.api.requestid.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
+    # Above the session and CSRF middleware, so it sees the cookies they set on the way out.
+    "runtimes.accounts.cookies.SecureCookiesMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -136,6 +143,11 @@ TEMPLATES = [
 DATABASES = {
     "default": _database(os.environ.get("DATABASE_URL", f"sqlite:///{DATA_DIR / 'nodus.sqlite3'}"))
 }
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # Created 0600 before SQLite opens it; SQLite gives its -wal and -shm the same mode.
+    _sqlite_file = Path(str(DATABASES["default"]["NAME"]))
+    if _sqlite_file.parent.is_dir():
+        private_database(_sqlite_file)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = os.environ.get("REDIS_URL", "")
@@ -163,11 +175,37 @@ WHITENOISE_AUTOREFRESH = DEBUG
 LOGIN_URL = "/login"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/login"
+# Secure defaults (README, "Secure defaults"). The same app answers plain HTTP (the console on
+# loopback) and HTTPS, so what only makes sense over TLS is decided per request: HSTS
+# (SecurityMiddleware sends it only when request.is_secure()) and the Secure flag on cookies
+# (runtimes.accounts.cookies), instead of SESSION_COOKIE_SECURE, which would lock the HTTP
+# console out of its own session.
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SAMESITE = "Lax"
+# The console sends the token from the page (hx-headers), never from script reading the cookie.
+CSRF_COOKIE_HTTPONLY = True
 CSRF_COOKIE_SAMESITE = "Lax"
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+SECURE_HSTS_SECONDS = int(os.environ.get("NODUS_HSTS_SECONDS", 365 * 24 * 3600))
+# No script or style comes from anywhere but our static files: no inline <script>, no on*=
+# handlers, no style attributes (static/console/*.js and console.css hold them). 'self' in
+# connect-src also covers the console's websocket on the same host and port (ws: and wss:).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF],
+        "img-src": [SELF, "data:"],
+        "connect-src": [SELF],
+        "font-src": [SELF],
+        "object-src": [NONE],
+        "base-uri": [NONE],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+    }
+}
 
 # kube-apiserver's default --max-request-bytes is 3 MiB; bodies above it answer 413.
 NODUS_MAX_BODY_BYTES = int(os.environ.get("NODUS_MAX_BODY_BYTES", 3 * 1024 * 1024))

@@ -9,6 +9,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractUser
 
+from runtimes.accounts.privatefiles import tighten, write_private
 from runtimes.storage.models import Membership, Project, Role
 
 DEMO_PROJECT = "demo"
@@ -24,8 +25,8 @@ def admin_password() -> tuple[str, bool]:
         return password, False
     path = settings.DATA_DIR / "admin-password"
     if not path.exists():
-        path.write_text(secrets.token_urlsafe(12))
-        path.chmod(0o600)
+        write_private(path, secrets.token_urlsafe(12).encode())
+    tighten(path)
     return path.read_text().strip(), True
 
 

@@ -15,6 +15,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from runtimes.accounts.privatefiles import private_dir, tighten, write_private
+
 KEY_FILE, CERT_FILE = "tls.key", "tls.crt"
 
 
@@ -34,8 +36,9 @@ def ensure_certificate(
     folder: Path, hosts: list[str] | None = None, days: int = 365
 ) -> tuple[Path, Path]:
     """Returns (key, cert) in `folder`, creating them unless a valid pair for `hosts` exists."""
-    folder.mkdir(parents=True, exist_ok=True)
+    private_dir(folder)
     key_path, cert_path = folder / KEY_FILE, folder / CERT_FILE
+    tighten(key_path)
     names = _names(hosts or [])
     now = datetime.datetime.now(datetime.UTC)
     if key_path.exists() and cert_path.exists():
@@ -60,13 +63,13 @@ def ensure_certificate(
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
         .sign(key, hashes.SHA256())
     )
-    key_path.write_bytes(
+    write_private(
+        key_path,
         key.private_bytes(
             serialization.Encoding.PEM,
             serialization.PrivateFormat.TraditionalOpenSSL,
             serialization.NoEncryption(),
-        )
+        ),
     )
-    key_path.chmod(0o600)
     cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
     return key_path, cert_path

@@ -10,11 +10,11 @@ so changes nothing.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from runtimes.accounts.access import MANAGED_PROJECT
+from runtimes.accounts.privatefiles import private_dir, tighten, write_private
 from runtimes.apimachinery.meta import Obj
 from runtimes.controller.oci.builder import build_image
 from runtimes.controller.oci.errors import ImageNotFound, SignatureInvalid, SignatureMissing
@@ -50,18 +50,17 @@ def key_files(directory: Path, prefix: str = KEY_NAME) -> KeyFiles:
 def write_key_pair(pair: KeyPair, files: KeyFiles) -> None:
     """Writes both halves; the private key is created 0600 before any byte goes in."""
     files.private.parent.mkdir(parents=True, exist_ok=True)
-    descriptor = os.open(files.private, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(descriptor, "wb") as handle:
-        handle.write(pair.private_pem)
-    os.chmod(files.private, 0o600)  # O_CREAT's mode does not apply to an existing file
+    write_private(files.private, pair.private_pem)
     files.public.write_bytes(pair.public_pem)
 
 
 def ensure_key_pair(directory: Path) -> KeyFiles:
     """The data dir's signing key pair, generated (unencrypted) when it does not exist yet."""
     files = key_files(directory)
+    private_dir(directory)
     if not (files.private.exists() and files.public.exists()):
         write_key_pair(generate_key_pair(), files)
+    tighten(files.private)
     return files
 
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
+from django.conf import settings
 from django.test import Client
 from django.utils.html import escape
 
@@ -68,3 +70,10 @@ def test_it_links_status_docs_to_a_page_that_exists(api: Any) -> None:
     docs = response.json_body["docs"]
     assert docs.endswith("/docs/errors/NotFound")
     assert Client().get("/docs/errors/NotFound").status_code == 200
+
+
+def test_it_indents_every_field_depth_with_a_stylesheet_rule() -> None:
+    # The CSP allows no style attributes: each nesting depth is a rule in console.css.
+    css = (Path(settings.BASE_DIR) / "static" / "console" / "console.css").read_text()
+    for depth in {f.depth for f in api_fields()} - {1}:
+        assert f'.fields .path[data-depth="{depth}"] {{ --depth: {depth}; }}' in css
