@@ -207,9 +207,26 @@ def _stop_listening() -> int:
     return len(ports)
 
 
+def _send_going_away() -> None:
+    """Lets the application close a websocket with 1001: daphne closes through autobahn's
+    `sendClose`, which takes only 1000 and 3000-4999 from applications, though 1001 "going
+    away" is the code RFC 6455 gives a server going down."""
+    from daphne.ws_protocol import WebSocketFactory, WebSocketProtocol
+
+    class GoingAwayProtocol(WebSocketProtocol):  # type: ignore[misc]
+        def serverClose(self, code: int | None = None) -> None:
+            if code == GOING_AWAY:
+                self.sendCloseFrame(code=GOING_AWAY, isReply=False)
+                return
+            super().serverClose(code)
+
+    WebSocketFactory.protocol = GoingAwayProtocol
+
+
 def terminate_on_signals(budget: float = SHUTDOWN_SECONDS) -> None:
     """Installs the SIGTERM/SIGINT handling on daphne's event loop (call before ``run()``,
     with daphne's own signal handlers off)."""
+    _send_going_away()
     reactor = _reactor()
     loop: asyncio.AbstractEventLoop = reactor._asyncioEventloop
     signalled: list[int] = []

@@ -1,10 +1,11 @@
 """SIGTERM while 200 watches and some lists are open: a clean exit within 10 s, nothing lost.
 
 `manage.py serve --no-seed` runs as users run it (with and without the embedded controller).
-Four clients open 200 HTTP watches over raw sockets, a writer creates runtimes, lists are in
-flight; then SIGTERM. The process must be gone within 10 s (the bound the issue sets), every
-watch must end as a chunked stream ends (the last, empty chunk), every list that got an
-answer must have got all of it, and after a restart every write that was answered 201 is there.
+Four clients open 200 HTTP watches over raw sockets and 4 websocket watches, a writer creates
+runtimes, lists are in flight; then SIGTERM. The process must be gone within 10 s (the bound
+the issue sets), every HTTP watch must end as a chunked stream ends (the last, empty chunk),
+every websocket close with 1001, every list that got an answer must have got all of it, and
+after a restart every write that was answered 201 is there.
 /livez answers within a second while the load runs.
 """
 
@@ -21,6 +22,8 @@ from pathlib import Path
 
 import httpx
 import pytest
+from websockets.asyncio.client import connect
+from websockets.exceptions import ConnectionClosed
 
 from tests.security.conftest import livez_stays_up
 from tests.support.api import runtime_manifest
@@ -28,6 +31,7 @@ from tests.support.liveserver import PYTHON, REPO, free_port, prepare, server_en
 
 GV = "/apis/nodus.dev/v1beta1"
 WATCHES = 200
+SOCKETS = 4  # websocket watches beside them, which must close with 1001 "going away"
 EXIT_SECONDS = 10.0
 # Who watches what: 50 watches each, well inside the 100 one client may hold.
 WATCHERS = (("alice", "demo"), ("bob", "demo"), ("root", "demo"), ("charlie", "nodus"))
@@ -84,6 +88,23 @@ async def watch(port: int, token: str, namespace: str, revision: str, opened: li
     return received
 
 
+async def ws_watch(port: int, token: str, revision: str, opened: list[int]) -> int:
+    """One websocket watch from `revision`; returns the close code the server sent."""
+    path = f"{GV}/namespaces/demo/trainingruntimes?watch=1&resourceVersion={revision}"
+    async with connect(
+        f"ws://127.0.0.1:{port}{path}",
+        origin=f"http://127.0.0.1:{port}",  # type: ignore[arg-type]
+        additional_headers={"Authorization": f"Bearer {token}"},
+        ping_interval=None,
+    ) as socket:
+        opened.append(1)
+        try:
+            while True:
+                await socket.recv()
+        except ConnectionClosed as closed:
+            return closed.rcvd.code if closed.rcvd is not None else -1
+
+
 async def raw_list(port: int, token: str, namespace: str) -> bytes:
     """One list on a connection of its own, read to EOF (b"" if never answered)."""
     try:
@@ -114,7 +135,7 @@ def complete(answer: bytes) -> bool:
 
 async def load_then_terminate(
     process: subprocess.Popen[bytes], port: int, tokens: dict[str, str]
-) -> tuple[list[bytes], list[bytes], list[str], float]:
+) -> tuple[list[bytes], list[bytes], list[int], list[str], float]:
     url = f"http://127.0.0.1:{port}"
     headers = {"Authorization": f"Bearer {tokens['alice']}"}
     async with httpx.AsyncClient(base_url=url, headers=headers, timeout=30) as alice:
@@ -131,10 +152,15 @@ async def load_then_terminate(
             for n in range(WATCHES)
             for who, namespace in [WATCHERS[n % len(WATCHERS)]]
         ]
+        sockets = [
+            asyncio.create_task(ws_watch(port, tokens["alice"], revision, opened))
+            for _ in range(SOCKETS)
+        ]
         deadline = time.monotonic() + 120
-        while len(opened) < WATCHES:
+        while len(opened) < WATCHES + SOCKETS:
             assert time.monotonic() < deadline, f"only {len(opened)} watches opened"
-            assert not [w for w in watches if w.done()], "a watch ended before the SIGTERM"
+            ended = [w for w in [*watches, *sockets] if w.done()]
+            assert not ended, f"a watch ended before the SIGTERM: {ended[0]}"
             await asyncio.sleep(0.1)
 
         acknowledged: list[str] = []
@@ -174,7 +200,8 @@ async def load_then_terminate(
         await writing
         streams = await asyncio.wait_for(asyncio.gather(*watches), 30)
         answers = await asyncio.wait_for(asyncio.gather(*lists), 30)
-    return streams, answers, acknowledged, took
+        closes = await asyncio.wait_for(asyncio.gather(*sockets), 30)
+    return streams, answers, closes, acknowledged, took
 
 
 @pytest.mark.parametrize("controller", ["0", "1"], ids=["alone", "with-controller"])
@@ -184,7 +211,7 @@ def test_sigterm_ends_watches_answers_what_is_in_flight_and_exits_within_10_s(
     (tmp_path / "static").mkdir()
     tokens = prepare(tmp_path, server_environment(tmp_path))
     with serving(tmp_path, controller) as (process, port):
-        streams, answers, acknowledged, took = asyncio.run(
+        streams, answers, closes, acknowledged, took = asyncio.run(
             load_then_terminate(process, port, tokens)
         )
         log = (tmp_path / "serve.log").read_text()
@@ -195,6 +222,7 @@ def test_sigterm_ends_watches_answers_what_is_in_flight_and_exits_within_10_s(
     for stream in streams:
         assert stream.startswith(b"HTTP/1.1 200"), stream[:200]
         assert stream.endswith(b"0\r\n\r\n"), stream[-200:]  # ended as a stream ends
+    assert closes == [1001] * SOCKETS
     for answer in answers:  # in flight or refused, never cut off half way
         if answer:
             assert answer.startswith((b"HTTP/1.1 200", b"HTTP/1.1 429")), answer[:200]
