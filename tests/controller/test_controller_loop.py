@@ -249,3 +249,29 @@ def test_start_in_process_runs_the_embedded_controller(
         stop_in_process()
     assert not thread.is_alive()
     assert (tmp_path / "controller.lock").exists()  # SQLite: the leader lock is a file lock
+
+
+def test_the_echo_of_a_status_write_does_not_cut_a_backoff_short(world: World) -> None:
+    controller = Controller(world.config)
+    key = ("demo", "waiting")
+    old: dict[str, Any] = {
+        "metadata": {
+            "namespace": "demo",
+            "name": "waiting",
+            "uid": "u-1",
+            "generation": 1,
+            "resourceVersion": "5",
+        },
+        "spec": {"image": "registry.example/team/trainer@sha256:" + "ab" * 32},
+    }
+    echo = {**old, "metadata": {**old["metadata"], "resourceVersion": "6"}}
+    echo["status"] = {"phase": "Pending"}
+    controller.queue.add_rate_limited(key)  # the registry was down: waiting out its backoff
+
+    controller._updated(old, echo)
+    assert controller.queue.get(0) is None  # our own status write: not brought back early
+
+    edited = {**echo, "metadata": {**echo["metadata"], "resourceVersion": "7", "generation": 2}}
+    controller._updated(echo, edited)
+    assert controller.queue.get(0) == key  # a spec change is looked at at once
+    controller.sources.close()
