@@ -282,7 +282,14 @@ def invalid(kind: str, group: str, name: str, causes: list[FieldError]) -> ApiEr
         else f'{kind} "{name}" is invalid: {summary}',
         {"name": name, "group": group, "kind": kind},
         causes=list(causes),
-        fix="Change " + ", ".join(dict.fromkeys(c.field for c in causes)) + " as each cause says.",
+        fix=" ".join(
+            [
+                "Change "
+                + ", ".join(dict.fromkeys(c.field for c in causes))
+                + " as each cause says.",
+                *dict.fromkeys(c.fix for c in causes if c.fix),
+            ]
+        ),
     )
 
 

@@ -8,6 +8,7 @@ Validators collect these into a list; the store turns a non-empty list into one 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from typing import Any
 
 import orjson
@@ -18,6 +19,9 @@ class FieldError:
     field: str  # the dotted path, e.g. spec.presets[2].resources.gpu.count
     reason: str  # a Kubernetes CauseType, e.g. FieldValueInvalid
     message: str  # the body without the field, e.g. 'Invalid value: 3: must be 1, 2, 4 or 8'
+    # How to put it right, when the message alone does not say (a Status cause has no such
+    # field: `errors.invalid` carries it in the Status's `fix`). Not part of the error's identity.
+    fix: str = dataclass_field(default="", compare=False)
 
     def as_cause(self) -> dict[str, str]:
         return {"reason": self.reason, "message": self.message, "field": self.field}

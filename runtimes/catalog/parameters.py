@@ -8,6 +8,7 @@ client understands: a missing property is ``FieldValueRequired``, a value outsid
 
 `compiled_validator` is the one place a parameter schema becomes a jsonschema validator: each
 distinct schema is compiled once and reused, for the API's writes and the console's forms alike.
+Its regular expressions run on RE2 (`parameter_keywords`), never on a backtracking engine.
 """
 
 from __future__ import annotations
@@ -18,11 +19,12 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 import orjson
-from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
+from referencing.exceptions import Unresolvable
 
-from runtimes.apimachinery import fielderrors
+from runtimes.apimachinery import fielderrors, regexes
 from runtimes.apimachinery.fielderrors import FieldError
+from runtimes.catalog.parameter_keywords import ParameterValidator, matches
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -53,7 +55,7 @@ _BARE_NULLS = (b":null", b",null", b"[null")
 
 def compiled_validator(
     schema: Any, *, check_formats: bool = True, schema_json: bytes | None = None
-) -> Draft202012Validator:
+) -> Any:
     """A 2020-12 validator for ``schema``, compiled once per distinct schema and then reused.
 
     ``check_formats`` asserts ``format`` (an email must be one), as the API does for values.
@@ -76,17 +78,17 @@ def compiled_validator(
 
 
 @functools.lru_cache(maxsize=VALIDATORS_MAX)
-def _compiled(text: bytes, check_formats: bool) -> tuple[Draft202012Validator, bool]:
+def _compiled(text: bytes, check_formats: bool) -> tuple[Any, bool]:
     # Keyed by the JSON itself: Python's bytes hash is cheaper than a digest, and a miss needs
     # the JSON anyway. Compiled from a private copy: the caller's dict may change, this may not.
     has_null = text == b"null" or any(null in text for null in _BARE_NULLS)
     return _compile(orjson.loads(text), check_formats), has_null
 
 
-def _compile(schema: Any, check_formats: bool) -> Draft202012Validator:
+def _compile(schema: Any, check_formats: bool) -> Any:
     if check_formats:
-        return Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
-    return Draft202012Validator(schema)
+        return ParameterValidator(schema, format_checker=ParameterValidator.FORMAT_CHECKER)
+    return ParameterValidator(schema)
 
 
 def parameter_errors(
@@ -103,10 +105,18 @@ def parameter_errors(
     values and so need not be complete. ``schema_json`` is as for `compiled_validator`.
     """
     errors: list[FieldError] = []
-    for error in compiled_validator(schema, schema_json=schema_json).iter_errors(value):
-        if error.validator == "required" and not enforce_required:
-            continue
-        errors.extend(_field_errors(error, field))
+    try:
+        for error in compiled_validator(schema, schema_json=schema_json).iter_errors(value):
+            if error.validator == "required" and not enforce_required:
+                continue
+            errors.extend(_field_errors(error, field))
+    except RecursionError:
+        # Admission refuses $ref loops; a runtime stored before that rule may still hold one.
+        detail = "cannot be checked: the runtime's parameter schema refers to itself without end"
+        return [fielderrors.invalid(field or "parameters", "object", detail)]
+    except Unresolvable as error:
+        detail = f"cannot be checked: the runtime's parameter schema has a broken $ref ({error})"
+        return [fielderrors.invalid(field or "parameters", "object", detail)]
     # By field path, so a form can show them in order; a property's own errors stay together.
     return sorted(dict.fromkeys(errors), key=lambda e: e.field)
 
@@ -135,6 +145,9 @@ def _field_errors(error: ValidationError, field: str) -> list[FieldError]:
         return _one_of_errors(error, field, where)
     if rule == "uniqueItems":
         return [fielderrors.duplicate(where, instance)]
+    if rule == "pattern" and (refused := regexes.problem(str(expected))) is not None:
+        detail = f"cannot be checked: the runtime's pattern {expected} is refused ({refused})"
+        return [fielderrors.invalid(where, instance, detail)]
     if rule in _RULES:
         return [fielderrors.invalid(where, instance, _RULES[str(rule)].format(expected))]
     return [fielderrors.invalid(where, instance, error.message)]
@@ -168,7 +181,7 @@ def _unknown(schema: Mapping[str, Any], instance: Mapping[str, Any]) -> list[str
     return [
         name
         for name in instance
-        if name not in known and not any(re.search(p, name) for p in patterns)
+        if name not in known and not any(matches(p, name) for p in patterns)
     ]
 
 
