@@ -68,7 +68,10 @@ class Session:
     def shot(self, name: str, full_page: bool = True) -> Path:
         SHOTS.mkdir(parents=True, exist_ok=True)
         path = SHOTS / f"{name}.png"
-        self.page.screenshot(path=str(path), full_page=full_page)
+        # caret="initial": Playwright hides the caret by setting a style on every input and leaves
+        # style="" behind, which htmx then copies or restores from history: a CSP violation the
+        # page itself never causes.
+        self.page.screenshot(path=str(path), full_page=full_page, caret="initial")
         return path
 
 

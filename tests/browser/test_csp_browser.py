@@ -85,7 +85,11 @@ def test_it_uses_every_console_page_without_a_policy_violation(
     # The live websocket connects under connect-src 'self' (ws: over HTTP, wss: over HTTPS).
     page.wait_for_selector('#live[data-state="live"]', timeout=10_000)
     page.locator("input[name=task][value=GRPO]").check()
+    page.wait_for_url(f"{v.base}/?*task=GRPO*")
     expect(page.locator("#runtime-rows tr").first).to_be_visible()
+    page.go_back()  # htmx restores the page from its history cache
+    page.wait_for_url(f"{v.base}/")
+    expect(page.locator("input[name=task][value=GRPO]")).not_to_be_checked()
 
     v.go(f"{RUNTIME}/overview")
     for tab, label in TABS[1:]:
