@@ -215,6 +215,15 @@ class Hub:
             self._waiters.append((future.get_loop(), future))
             return True
 
+    def discard_waiter(self, future: asyncio.Future[None]) -> None:
+        """Forgets a waiter that stopped waiting (timed out, cancelled): a quiet hub would
+        otherwise keep one future per watch per timeout until the next event."""
+        with self._lock:
+            for index, (_loop, waiting) in enumerate(self._waiters):
+                if waiting is future:
+                    del self._waiters[index]
+                    return
+
     def wait_sync(
         self, cursor: int, timeout: float, interrupted: Callable[[], bool] = lambda: False
     ) -> None:
@@ -315,7 +324,11 @@ class Subscription(_Cursor):
                 try:
                     await asyncio.wait_for(future, remaining)
                 except TimeoutError:
+                    self.hub.discard_waiter(future)
                     return []
+                except asyncio.CancelledError:
+                    self.hub.discard_waiter(future)
+                    raise
 
     async def __aenter__(self) -> Subscription:
         return self

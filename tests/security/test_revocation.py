@@ -118,6 +118,13 @@ def assert_ended_with(events: list[dict[str, Any]], code: int, reason: str) -> N
     assert (last["object"]["code"], last["object"]["reason"]) == (code, reason)
 
 
+def watching(answered: list[float], timeout: float = 10.0) -> None:
+    """Waits for /livez's first answer, so the check runs all through the revocation."""
+    deadline = time.monotonic() + timeout
+    while not answered and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
 @pytest.fixture
 def tag() -> str:
     return uuid.uuid4().hex[:8]
@@ -160,7 +167,8 @@ def test_revoking_a_token_ends_its_http_and_websocket_watches(
             re.S,
         )
         assert revoke, tokens_page
-        with livez_stays_up(server.url):
+        with livez_stays_up(server.url) as answered:
+            watching(answered)
             revoked_at = time.monotonic()
             assert submit(console, revoke[1], {}).status_code == 302
             events = http_end(http, DEADLINE_SECONDS + 2)
@@ -204,7 +212,8 @@ def test_removing_a_role_binding_ends_the_members_streams_with_403(
             rf'<th scope="row">{member}</th>.*?name="member" value="(\d+)"', members_page, re.S
         )
         assert binding, members_page
-        with livez_stays_up(server.url):
+        with livez_stays_up(server.url) as answered:
+            watching(answered)
             removed_at = time.monotonic()
             removed = submit(
                 admin, "/projects/demo/members", {"action": "remove", "member": binding[1]}
@@ -256,7 +265,8 @@ def test_deactivating_a_user_ends_every_stream_of_theirs_with_401(
             root_admin.get(change).text, is_active=None, groups=None, user_permissions=None
         )
         form["_save"] = "Save"
-        with livez_stays_up(server.url):
+        with livez_stays_up(server.url) as answered:
+            watching(answered)
             deactivated_at = time.monotonic()
             saved = submit(root_admin, change, form)
             assert saved.status_code == 302, saved.text[:2000]

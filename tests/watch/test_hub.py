@@ -209,3 +209,20 @@ async def test_it_ends_waiting_subscribers_when_the_hub_stops() -> None:
     stopping.stop()
     with pytest.raises(TooSlow):
         await asyncio.wait_for(waiting, 2)
+
+
+async def test_a_quiet_watch_that_times_out_leaves_no_waiter_behind() -> None:
+    # Watches wake every second to check their caller (runtimes.watch.guard): on a quiet hub
+    # each timeout must take its waiter back, or they would pile up until the next event.
+    quiet = Hub(ring_size=4)
+    quiet.last = quiet.ring_from = 5
+    subscription = quiet.subscribe(5)
+    for _ in range(20):
+        assert await subscription.next_batch(0.01) == []
+    assert quiet._waiters == []
+    cancelled = asyncio.create_task(subscription.next_batch(10))
+    await asyncio.sleep(0.05)
+    cancelled.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await cancelled
+    assert quiet._waiters == []
