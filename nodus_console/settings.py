@@ -293,7 +293,7 @@ NODUS_CONTROLLER_RESYNC_SECONDS = float(os.environ.get("NODUS_CONTROLLER_RESYNC_
 # they may use together, and the per-runtime backoff on registry trouble (1 s doubling to 5 min,
 # each delay shortened by up to a random quarter).
 NODUS_CONTROLLER_WORKERS = int(os.environ.get("NODUS_CONTROLLER_WORKERS", 2))
-NODUS_CONTROLLER_CPU_SHARE = float(os.environ.get("NODUS_CONTROLLER_CPU_SHARE", 0.25))
+NODUS_CONTROLLER_CPU_SHARE = float(os.environ.get("NODUS_CONTROLLER_CPU_SHARE", 0.2))
 NODUS_CONTROLLER_BACKOFF_SECONDS = float(os.environ.get("NODUS_CONTROLLER_BACKOFF_SECONDS", 1))
 NODUS_CONTROLLER_BACKOFF_MAX_SECONDS = float(
     os.environ.get("NODUS_CONTROLLER_BACKOFF_MAX_SECONDS", 300)
@@ -311,3 +311,5 @@ NODUS_MAX_OTHERS_INFLIGHT = int(os.environ.get("NODUS_MAX_OTHERS_INFLIGHT", 16))
 NODUS_ASGI_THREADS = int(os.environ.get("NODUS_ASGI_THREADS", 0))
 # SIGTERM to exit, at most (runtimes.api.draining).
 NODUS_SHUTDOWN_SECONDS = float(os.environ.get("NODUS_SHUTDOWN_SECONDS", 10))
+# How often (ms) threads hand over the interpreter lock in `serve` (Python's default: 5).
+NODUS_SWITCH_INTERVAL_MS = float(os.environ.get("NODUS_SWITCH_INTERVAL_MS", 1))

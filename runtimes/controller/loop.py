@@ -19,7 +19,7 @@ Bounded work, so a backlog never crowds out the API it shares a process with:
 - the echo of our own status write (a change that leaves uid, generation and image alone)
   does not bring back a runtime that is already held or waiting out its backoff;
 - the workers together use at most ``cpu_share`` of one core (``NODUS_CONTROLLER_CPU_SHARE``,
-  default 0.25; ``runtimes.controller.pacing``), resting after each reconcile in proportion to
+  default 0.2; ``runtimes.controller.pacing``), resting after each reconcile in proportion to
   the CPU it used.
 
 ``start_in_process()`` runs it as a daemon thread beside the web server (the embedded default);

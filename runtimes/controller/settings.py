@@ -42,9 +42,9 @@ class ControllerSettings:
     workers: int = 2
     # The share of one core the workers may use together: after a reconcile that used t s of
     # CPU, its worker rests t * (workers / cpu_share - 1). The embedded controller shares the
-    # interpreter lock with the request threads; 0.25 keeps a backlog of thousands of runtimes
+    # interpreter lock with the request threads; 0.2 keeps a backlog of thousands of runtimes
     # from stretching API latency. 1.0 turns the pacing off.
-    cpu_share: float = 0.25
+    cpu_share: float = 0.2
     leader_retry_seconds: float = 1.0  # how often a standby tries to take the lock
     lock_path: Path = field(default_factory=lambda: Path("controller.lock"))
 
@@ -133,6 +133,6 @@ def from_django() -> ControllerSettings:
         backoff_max=float(getattr(settings, "NODUS_CONTROLLER_BACKOFF_MAX_SECONDS", 300)),
         backoff_jitter=float(getattr(settings, "NODUS_CONTROLLER_BACKOFF_JITTER", 0.25)),
         workers=int(getattr(settings, "NODUS_CONTROLLER_WORKERS", 2)),
-        cpu_share=float(getattr(settings, "NODUS_CONTROLLER_CPU_SHARE", 0.25)),
+        cpu_share=float(getattr(settings, "NODUS_CONTROLLER_CPU_SHARE", 0.2)),
         lock_path=data_dir / "controller.lock",
     )

@@ -12,6 +12,7 @@ connections, watches end as streams end, requests in flight are answered, then t
 from __future__ import annotations
 
 import os
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -93,6 +94,10 @@ class Command(BaseCommand):
             ThreadPoolExecutor(max_workers=executor_threads(), thread_name_prefix="asgi")
         )
         draining.terminate_on_signals(settings.NODUS_SHUTDOWN_SECONDS)
+        # Threads hand the interpreter lock over every NODUS_SWITCH_INTERVAL_MS (1; Python's
+        # default is 5): a request waits about that long, not five times as long, each time
+        # it wants the lock back from a busy thread (the embedded controller, a big list).
+        sys.setswitchinterval(settings.NODUS_SWITCH_INTERVAL_MS / 1000)
         server.run()
         if settings.NODUS_EMBEDDED_CONTROLLER:
             from runtimes.controller.loop import stop_in_process
