@@ -1,5 +1,8 @@
 """Media types: parsers for every body the API accepts, the JSON renderer, and Accept handling.
 
+Bodies decode within `apimachinery.bounds` (depth, nodes, no YAML anchors) before an object is
+built: JSON through `apimachinery.jsoncodec`, YAML through `apimachinery.yamlcodec.load_body`.
+
 kube-apiserver decides by Accept whether to answer plain JSON, a meta.k8s.io Table or an
 aggregated-discovery document; DRF's negotiation knows none of these, so the views ask
 `accepted_as()` and the negotiation class only refuses what we can never produce.
@@ -15,7 +18,7 @@ import orjson
 from rest_framework import exceptions, negotiation, parsers, renderers
 from rest_framework.request import Request
 
-from runtimes.apimachinery import yamlcodec
+from runtimes.apimachinery import bounds, jsoncodec, yamlcodec
 
 JSON = "application/json"
 YAML = "application/yaml"
@@ -42,20 +45,28 @@ def duplicate_keys(raw: bytes) -> list[str]:
 def _decode_json(stream: Any, parser_context: Any = None) -> Any:
     raw = stream.read()
     try:
-        value = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
+        value = jsoncodec.loads(raw)
+    except jsoncodec.JSONError as exc:
         raise exceptions.ParseError(f"invalid JSON: {exc}") from exc
+    except bounds.BoundExceeded as exc:
+        raise exc.api_error() from None
     view = (parser_context or {}).get("view")
     if view is not None:
         view.duplicate_fields = duplicate_keys(raw)
     return value
 
 
-def _decode_yaml(stream: Any) -> Any:
+def _decode_yaml(stream: Any, parser_context: Any = None) -> Any:
     try:
-        return yamlcodec.load(stream.read())
+        value, repeated = yamlcodec.load_body(stream.read())
     except yamlcodec.YAMLError as exc:
         raise exceptions.ParseError(f"invalid YAML: {exc}") from exc
+    except bounds.BoundExceeded as exc:
+        raise exc.api_error() from None
+    view = (parser_context or {}).get("view")
+    if view is not None:
+        view.duplicate_fields = repeated
+    return value
 
 
 class KubeJSONParser(parsers.BaseParser):
@@ -69,7 +80,7 @@ class YAMLParser(parsers.BaseParser):
     media_type = YAML
 
     def parse(self, stream: Any, media_type: Any = None, parser_context: Any = None) -> Any:
-        return _decode_yaml(stream)
+        return _decode_yaml(stream, parser_context)
 
 
 class MergePatchParser(KubeJSONParser):

@@ -1,7 +1,8 @@
 """Turns a PATCH body into the requested object, by media type, and keeps managedFields.
 
 Merge patch (RFC 7386) and JSON patch (RFC 6902) are applied to the current object; server-side
-apply merges the applied configuration by field ownership. Every write records an `Update` (or
+apply merges the applied configuration by field ownership. Each result is held to the body's
+`bounds` (depth, nodes) before validation walks it. Every write records an `Update` (or
 `Apply`) entry for its field manager, as kube-apiserver does.
 """
 
@@ -11,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from runtimes.api import media
-from runtimes.apimachinery import errors, managedfields, patches
+from runtimes.apimachinery import bounds, errors, managedfields, patches
 from runtimes.apimachinery.fielderrors import FieldError
 from runtimes.apimachinery.meta import Obj
 from runtimes.apimachinery.objectmeta import now_timestamp
@@ -31,14 +32,16 @@ def patch_change(rt: ResourceType, content_type: str, body: Any, name: str) -> C
             if content_type == media.MERGE_PATCH:
                 if not isinstance(body, dict):
                     raise patches.PatchError("a merge patch must be a JSON object")
-                return patches.merge_patch(current, body)
+                return _bounded(patches.merge_patch(current, body))
             if content_type == media.JSON_PATCH:
                 if not isinstance(body, list):
                     raise patches.PatchError("a JSON patch must be a JSON array of operations")
                 result = patches.json_patch(current, body)
                 if not isinstance(result, dict):
                     raise patches.PatchError("the patched document is not an object")
-                return result
+                return _bounded(result)
+        except bounds.BoundExceeded as exc:
+            raise exc.api_error() from None
         except patches.PatchError as exc:
             if exc.malformed:
                 raise errors.bad_request(str(exc)) from exc
@@ -52,6 +55,13 @@ def patch_change(rt: ResourceType, content_type: str, body: Any, name: str) -> C
         raise AssertionError(content_type)
 
     return change
+
+
+def _bounded(patched: Obj) -> Obj:
+    # A patch's result is checked like a body before anything walks it: a JSON patch can nest
+    # one value inside another, and validation recurses.
+    bounds.check(patched, "the patched object")
+    return patched
 
 
 def recorder(rt: ResourceType, manager: str, subresource: str) -> Callable[[Obj | None, Obj], Obj]:
@@ -99,6 +109,10 @@ def apply_change(
             )
         except managedfields.ApplyConflict as exc:
             raise conflict_error(rt, name, exc) from exc
+        try:
+            bounds.check(merged, "the applied object")
+        except bounds.BoundExceeded as exc:
+            raise exc.api_error() from None
         owned["entries"] = entries
         return merged
 

@@ -4,6 +4,10 @@ Inputs are never mutated: every function works on deep copies. JSON patch failur
 ``PatchError`` with messages modelled on evanphx/json-patch, the library kube-apiserver uses
 (``testing value /spec/task failed: test failed``); the API answers 422, or 400 when the patch
 document itself is malformed (``PatchError.malformed``).
+
+A JSON patch is bounded as kube-apiserver bounds it (`bounds`): at most 10,000 operations (413),
+paths at most 100 tokens deep (400: no object is deeper), and ``copy`` operations may duplicate
+at most 250,000 nodes in all (413), so a short patch cannot double the document twenty times.
 """
 
 from __future__ import annotations
@@ -13,6 +17,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from jsonpointer import JsonPointer, JsonPointerException
+
+from runtimes.apimachinery import bounds
 
 _MISSING = "missing value"
 _INVALID_INDEX = "invalid index referenced"
@@ -107,10 +113,11 @@ def _array_index(token: str, length: int, *, for_add: bool, path: str, op: str) 
         raise PatchError(
             f"error in {op} for path: '{path}': value was not a proper array index: '{token}'"
         )
-    index = int(token)
+    # Past 18 digits no array is that long; int() would refuse 4,300 of them with a ValueError.
+    index = int(token) if len(token) <= 18 else length + 1
     if index > length or (index == length and not for_add):
         raise PatchError(
-            f"error in {op} for path: '{path}': Unable to access invalid index: {index}: "
+            f"error in {op} for path: '{path}': Unable to access invalid index: {token}: "
             + _INVALID_INDEX
         )
     return index
@@ -125,7 +132,9 @@ def _parent(doc: Any, tokens: list[str]) -> Any | None:
                 return None
             current = current[token]
         elif isinstance(current, list):
-            if not token.isdigit() or (len(token) > 1 and token[0] == "0"):
+            if not token.isascii() or not token.isdigit() or len(token) > 18:
+                return None
+            if len(token) > 1 and token[0] == "0":
                 return None
             index = int(token)
             if index >= len(current):
@@ -219,7 +228,15 @@ def json_patch(doc: Any, operations: Any) -> Any:
         raise PatchError(
             "json: cannot unmarshal the patch into a list of operations", malformed=True
         )
+    if len(operations) > bounds.MAX_JSON_PATCH_OPS:
+        raise bounds.BoundExceeded(
+            "The allowed maximum operations in a JSON patch is "
+            f"{bounds.MAX_JSON_PATCH_OPS}, got {len(operations)}",
+            "Send the change in several patches, or as one merge patch or PUT.",
+            "RequestEntityTooLarge",
+        )
     result = copy.deepcopy(doc)
+    copied = 0
     for operation in operations:
         if not isinstance(operation, Mapping):
             raise PatchError(
@@ -227,6 +244,11 @@ def json_patch(doc: Any, operations: Any) -> Any:
             )
         kind = operation.get("op")
         path = _field(operation, "path", str(kind)) if kind in _OPS else ""
+        if path.count("/") > bounds.MAX_DEPTH:
+            raise PatchError(
+                f"the path of a {kind} operation is more than {bounds.MAX_DEPTH} levels deep",
+                malformed=True,
+            )
         if kind == "add":
             value = copy.deepcopy(_field(operation, "value", kind))
             result = _add(result, path, value)
@@ -247,7 +269,16 @@ def json_patch(doc: Any, operations: Any) -> Any:
                 result = _add(result, path, value, kind)
         elif kind == "copy":
             source = _field(operation, "from", kind)
-            value = copy.deepcopy(_get(result, source, kind, "doc is missing from path"))
+            original = _get(result, source, kind, "doc is missing from path")
+            copied += bounds.count_nodes(original, bounds.MAX_COPIED_NODES - copied)
+            if copied > bounds.MAX_COPIED_NODES:
+                raise bounds.BoundExceeded(
+                    f"the JSON patch's copy operations duplicate more than "
+                    f"{bounds.MAX_COPIED_NODES} values",
+                    "Copy less, or send the object as it should be (PUT or apply).",
+                    "RequestEntityTooLarge",
+                )
+            value = copy.deepcopy(original)
             result = _add(result, path, value, kind)
         elif kind == "test":
             expected = _field(operation, "value", kind)

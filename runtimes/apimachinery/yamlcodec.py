@@ -8,19 +8,39 @@ A document libyaml refuses is decoded again by the pure-Python loader: libyaml w
 differently (``did not find expected ',' or ']'``, no quoted line) and places some of them on
 another line, while clients and the editor have always been shown PyYAML's; errors are rare, so
 the second parse costs nothing in the common case.
+
+Request bodies (and the console's editor) use `load_body`, which is bounded before anything is
+built: the parser's events are read first, and the body is refused (`bounds.BoundExceeded`, a
+400 or 413 Status) at the first anchor or alias, past `bounds.MAX_DEPTH` levels or past
+`bounds.MAX_NODES` nodes. So a "billion laughs" costs the few events before its first anchor,
+never an expansion. Anchors are refused rather than expanded within a budget because no client
+needs them (kubectl and client libraries send JSON, or YAML without them) and an expansion
+budget would still let one body build a budget's worth of copies. The files we ship use none;
+they are read with `load`/`load_all`, unbounded, as trusted input.
+
+`load_body` also builds only what JSON can hold, as Kubernetes' YAML-to-JSON conversion does:
+timestamps stay the text they were written as, mapping keys become strings (``1: x`` is key
+"1"), integers beyond 64 bits become floats (as orjson reads them in JSON), and NaN, infinities,
+``!!binary``, ``!!set``, ``!!omap`` and ``!!pairs`` are refused as YAML errors (400). It returns
+the keys that a mapping repeated, for ``fieldValidation`` to judge as it does JSON's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import yaml
+
+from runtimes.apimachinery import bounds
 
 YAMLError = yaml.YAMLError
 
 Loader = type[yaml.SafeLoader] | type[yaml.CSafeLoader]
 LOADER: Loader = yaml.CSafeLoader if yaml.__with_libyaml__ else yaml.SafeLoader
+# A body libyaml refuses is parsed again by PyYAML for its message only up to this size: PyYAML
+# takes about ten times libyaml's time, and a 3 MiB body would hold a worker for seconds.
+PURE_FALLBACK_MAX_BYTES = 64 * 1024
 
 
 def load(text: str | bytes) -> Any:
@@ -39,15 +59,189 @@ def compose(text: str | bytes) -> yaml.Node | None:
     return _decode(lambda loader: yaml.compose(text, Loader=loader))
 
 
-def _decode[T](run: Callable[[Loader], T]) -> T:
+def _decode[T](run: Callable[[Loader], T], text: str | bytes | None = None) -> T:
+    """``run`` with libyaml, then with PyYAML for its error message; a ``text`` given is only
+    parsed again when it is at most `PURE_FALLBACK_MAX_BYTES` (PyYAML is ten times slower)."""
     try:
         return run(LOADER)
     # libyaml encodes str input to UTF-8 first, so a lone surrogate fails there, not as YAML.
     except (yaml.YAMLError, UnicodeEncodeError) as fast_error:
         if LOADER is yaml.SafeLoader:
             raise
+        if text is not None and len(text) > PURE_FALLBACK_MAX_BYTES:
+            if isinstance(fast_error, UnicodeEncodeError):
+                raise yaml.YAMLError(f"the text is not valid Unicode: {fast_error}") from None
+            raise
         try:
             return run(yaml.SafeLoader)
         except RecursionError:
             # libyaml stops at 1000 levels of nesting with a YAML error; PyYAML would crash.
             raise fast_error from None
+
+
+def load_body(text: str | bytes, what: str = "the body") -> tuple[Any, list[str]]:
+    """A request body's one document, within `bounds`, as JSON types; and its repeated keys."""
+    return _decode(lambda loader: _bounded(text, loader, what, _single), text)
+
+
+def load_body_all(text: str | bytes, what: str = "the manifest") -> list[Any]:
+    """Every document in ``text``, within `bounds` taken over all of them, as JSON types."""
+    return _decode(lambda loader: _bounded(text, loader, what, _every), text)[0]
+
+
+def _single(loader: yaml.BaseLoader) -> Any:
+    return loader.get_single_data()
+
+
+def _every(loader: yaml.BaseLoader) -> list[Any]:
+    found = []
+    while loader.check_data():
+        found.append(loader.get_data())
+    return found
+
+
+def _bounded[T](
+    text: str | bytes, loader: Loader, what: str, build: Callable[[Any], T]
+) -> tuple[T, list[str]]:
+    try:
+        repeated = scan(yaml.parse(text, Loader=loader), what)
+    except yaml.MarkedYAMLError as error:
+        # libyaml's scanner looks ahead and stops at 1,000 levels before our count reaches 100;
+        # the answer is ours, and asking PyYAML for its words would only take a second longer.
+        if "maximum nesting depth" in str(error.problem):
+            raise bounds.too_deep(what) from None
+        raise
+    body_loader = _JSON_LOADERS[loader](text)
+    try:
+        return build(body_loader), repeated
+    finally:
+        body_loader.dispose()
+
+
+def scan(events: Iterator[yaml.Event], what: str = "the body") -> list[str]:
+    """Reads a parse's events, refusing anchors, aliases, depth and size past `bounds`; returns
+    the keys a mapping repeated. Iterative, so any nesting costs no stack."""
+    repeated: list[str] = []
+    nodes = 0
+    # One entry per open collection: None for a sequence; for a mapping, its keys so far and
+    # whether the next node is a key.
+    open_: list[tuple[set[str], list[bool]] | None] = []
+    for event in events:
+        if isinstance(event, yaml.AliasEvent):
+            raise _anchors(what, f"the alias *{event.anchor}")
+        if isinstance(event, yaml.ScalarEvent | yaml.CollectionStartEvent):
+            if event.anchor is not None:
+                raise _anchors(what, f"the anchor &{event.anchor}")
+            nodes += 1
+            if nodes > bounds.MAX_NODES:
+                raise bounds.too_many_nodes(what)
+            parent = open_[-1] if open_ else None
+            if isinstance(event, yaml.ScalarEvent):
+                if parent is not None and parent[1][0]:
+                    if event.value in parent[0]:
+                        repeated.append(event.value)
+                    parent[0].add(event.value)
+                _done(parent)
+            else:
+                if len(open_) >= bounds.MAX_DEPTH:
+                    raise bounds.too_deep(what)
+                mapping = isinstance(event, yaml.MappingStartEvent)
+                open_.append((set(), [True]) if mapping else None)
+        elif isinstance(event, yaml.CollectionEndEvent):
+            open_.pop()
+            _done(open_[-1] if open_ else None)
+    return list(dict.fromkeys(repeated))
+
+
+def _done(parent: tuple[set[str], list[bool]] | None) -> None:
+    # A node inside a mapping ended: keys and values alternate.
+    if parent is not None:
+        parent[1][0] = not parent[1][0]
+
+
+def _anchors(what: str, found: str) -> bounds.BoundExceeded:
+    return bounds.BoundExceeded(
+        f"{what} uses YAML anchors and aliases ({found}), which this API does not accept",
+        "Write each value out in full (kubectl and the client libraries send JSON), or send "
+        "the body as JSON.",
+    )
+
+
+class _JSONConstructor(yaml.constructor.SafeConstructor):
+    """SafeConstructor limited to the values JSON can hold (see the module docstring)."""
+
+    def construct_yaml_timestamp(self, node: yaml.ScalarNode) -> str:  # type: ignore[override]
+        return str(self.construct_scalar(node))
+
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> int | float:  # type: ignore[override]
+        try:
+            value = int(super().construct_yaml_int(node))
+        except ValueError as error:  # more digits than Python converts (4,300)
+            raise _not_json(node, f"the integer is too long: {error}") from None
+        if -(2**63) <= value < 2**64:
+            return value
+        try:
+            return float(value)
+        except OverflowError:
+            raise _not_json(node, "the number is too large for a double") from None
+
+    def construct_yaml_float(self, node: yaml.ScalarNode) -> float:
+        value = float(super().construct_yaml_float(node))
+        if value != value or value in (float("inf"), float("-inf")):
+            raise _not_json(node, "NaN and infinities are not JSON numbers")
+        return value
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        # PyYAML's own loop, with each key made a string as it is read: in a dict built first,
+        # `1: x` and `true: y` would already be one key (1 == True).
+        self.flatten_mapping(node)
+        mapping: dict[str, Any] = {}
+        for key_node, value_node in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if isinstance(key, dict | list):
+                raise yaml.constructor.ConstructorError(
+                    "while constructing a mapping",
+                    node.start_mark,
+                    "found a key that is not a scalar",
+                    key_node.start_mark,
+                )
+            mapping[_key_text(key)] = self.construct_object(value_node, deep=deep)
+        return mapping
+
+    def refuse(self, node: yaml.Node) -> Any:
+        raise _not_json(node, f"{node.tag} values have no JSON form")
+
+
+def _key_text(key: Any) -> str:
+    if isinstance(key, bool):
+        return "true" if key else "false"
+    return "null" if key is None else str(key)
+
+
+def _not_json(node: yaml.Node, problem: str) -> yaml.constructor.ConstructorError:
+    return yaml.constructor.ConstructorError(None, None, problem, node.start_mark)
+
+
+for _tag, _construct in (
+    ("tag:yaml.org,2002:timestamp", _JSONConstructor.construct_yaml_timestamp),
+    ("tag:yaml.org,2002:int", _JSONConstructor.construct_yaml_int),
+    ("tag:yaml.org,2002:float", _JSONConstructor.construct_yaml_float),
+    ("tag:yaml.org,2002:binary", _JSONConstructor.refuse),
+    ("tag:yaml.org,2002:set", _JSONConstructor.refuse),
+    ("tag:yaml.org,2002:omap", _JSONConstructor.refuse),
+    ("tag:yaml.org,2002:pairs", _JSONConstructor.refuse),
+):
+    _JSONConstructor.add_constructor(_tag, _construct)  # type: ignore[type-var]
+
+
+class _JSONLoader(_JSONConstructor, yaml.SafeLoader):
+    pass
+
+
+_JSON_LOADERS: dict[Loader, Callable[[str | bytes], Any]] = {yaml.SafeLoader: _JSONLoader}
+if yaml.__with_libyaml__:
+
+    class _CJSONLoader(_JSONConstructor, yaml.CSafeLoader):
+        pass
+
+    _JSON_LOADERS[yaml.CSafeLoader] = _CJSONLoader

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import yaml
 
-from runtimes.apimachinery import yamlcodec
+from runtimes.apimachinery import bounds, yamlcodec
 from runtimes.apimachinery.meta import API_VERSION, SERVER_SET_METADATA, Obj
 from runtimes.registry.trainingruntime.schema import path_segments
 
@@ -24,12 +24,16 @@ class ParseError:
 
 
 def parse(text: str) -> Obj | ParseError:
+    """The one document in the editor, decoded as the API decodes a YAML body (within the
+    body bounds: no anchors or aliases, at most 100 levels deep)."""
     try:
-        documents = [d for d in yamlcodec.load_all(text) if d is not None]
+        documents = [d for d in yamlcodec.load_body_all(text) if d is not None]
     except yamlcodec.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc)
         return ParseError(f"not valid YAML: {problem}", mark.line + 1 if mark else None)
+    except bounds.BoundExceeded as exc:
+        return ParseError(f"{exc.message}. {exc.fix}", None)
     if len(documents) != 1:
         return ParseError("the editor takes exactly one TrainingRuntime document", None)
     if not isinstance(documents[0], dict):
@@ -55,7 +59,12 @@ def line_of(text: str, field: str) -> int | None:
             key_node = next(k for k, v in node.value if k.value == key)
             line = key_node.start_mark.line + 1
             node = found
-        elif isinstance(node, yaml.SequenceNode) and key.isdigit() and int(key) < len(node.value):
+        elif (
+            isinstance(node, yaml.SequenceNode)
+            and key.isdecimal()
+            and len(key) <= 9
+            and int(key) < len(node.value)
+        ):
             node = node.value[int(key)]
             line = node.start_mark.line + 1
         else:

@@ -48,7 +48,8 @@ def read_draft(data: Any, spec: Obj) -> tuple[Obj, dict[str, str]]:
     )
     amount = str(data.get("job.amount", "") or "").strip()
     if amount:
-        if amount.isdigit() and int(amount) > 0:
+        # At most 18 digits: int() of the client's text refuses superscripts and long strings.
+        if amount.isascii() and amount.isdigit() and len(amount) <= 18 and int(amount) > 0:
             draft["tasks" if work == "tasks" else "steps"] = int(amount)
         else:
             problems["amount"] = f"{amount!r} is not a positive whole number"

@@ -175,7 +175,11 @@ def estimates(request: HttpRequest, obj: Obj) -> dict[str, Any]:
     presets_list = spec.get("presets") or []
     preset_index = request.GET.get("preset", "")
     resources = None
-    if preset_index.isdigit() and int(preset_index) < len(presets_list):
+    if (
+        preset_index.isdecimal()
+        and len(preset_index) <= 9
+        and int(preset_index) < len(presets_list)
+    ):
         resources = preset_resources(spec, presets_list[int(preset_index)])
     rows = estimate(spec, job_parameters, {unit: amount or 1}, catalog(), resources)
     chart = bar_chart(

@@ -337,3 +337,43 @@ def test_it_names_the_badly_escaped_token(pointer: str, token: str) -> None:
 def test_it_reads_pointers_as_jsonpointer_does() -> None:
     for pointer in ["", "/", "//", "/a~1b/m~0n/0", "/~01/~10", "/-"]:
         assert parse_pointer(pointer) == JsonPointer(pointer).parts
+
+
+# Bounds: a short JSON patch must not build an unbounded document.
+
+
+def test_it_refuses_more_json_patch_operations_than_kube_allows() -> None:
+    from runtimes.apimachinery import bounds
+
+    ops = [{"op": "test", "path": "/a", "value": 1}] * (bounds.MAX_JSON_PATCH_OPS + 1)
+    with pytest.raises(bounds.BoundExceeded) as caught:
+        json_patch({"a": 1}, ops)
+    assert caught.value.reason == "RequestEntityTooLarge"
+    assert str(caught.value) == (
+        "The allowed maximum operations in a JSON patch is 10000, got 10001"
+    )
+    assert json_patch({"a": 1}, ops[: bounds.MAX_JSON_PATCH_OPS]) == {"a": 1}
+
+
+def test_it_bounds_what_copy_operations_duplicate() -> None:
+    from runtimes.apimachinery import bounds
+
+    # Each copy puts the whole document under a new key: the document doubles every time.
+    ops = [{"op": "copy", "from": "", "path": "/" + "bc"[i % 2]} for i in range(64)]
+    with pytest.raises(bounds.BoundExceeded, match="copy operations duplicate more than"):
+        json_patch({"a": [1, 2]}, ops)
+
+
+def test_it_refuses_paths_deeper_than_any_object() -> None:
+    with pytest.raises(PatchError, match="more than 100 levels deep") as caught:
+        json_patch({}, [{"op": "add", "path": "/a" * 101, "value": 1}])
+    assert caught.value.malformed
+
+
+@pytest.mark.parametrize("token", ["9" * 5000, "9" * 19, "\u00b2", "\u0661"])
+def test_it_answers_odd_array_indices_with_a_patch_error(token: str) -> None:
+    for op in ("add", "replace", "remove"):
+        with pytest.raises(PatchError):
+            json_patch({"a": [1, 2]}, [{"op": op, "path": f"/a/{token}", "value": 0}])
+    with pytest.raises(PatchError):
+        json_patch({"a": [[1]]}, [{"op": "add", "path": f"/a/{token}/0", "value": 0}])

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from runtimes.apimachinery import yamlcodec
+from runtimes.apimachinery import bounds, yamlcodec
 
 DATA = Path(__file__).resolve().parents[2] / "runtimes" / "data"
 
@@ -92,3 +93,104 @@ def test_it_composes_nodes_with_their_lines() -> None:
     assert (key.value, key.start_mark.line) == ("a", 0)
     assert isinstance(value, yaml.MappingNode)
     assert value.value[0][0].start_mark.line == 1
+
+
+# Request bodies: load_body, bounded before anything is built.
+
+
+def _billion_laughs(levels: int = 9) -> str:
+    lines = ["a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+    lines += [f"a{n}: &a{n} [" + ", ".join([f"*a{n - 1}"] * 9) + "]" for n in range(1, levels)]
+    return "\n".join(lines) + "\n"
+
+
+def test_body_refuses_anchors_and_aliases_before_expanding_them() -> None:
+    with pytest.raises(bounds.BoundExceeded, match="anchor &a0"):
+        yamlcodec.load_body(_billion_laughs())
+    with pytest.raises(bounds.BoundExceeded, match="alias \\*x"):
+        # An alias without its anchor is still refused as an alias, not reported as missing.
+        yamlcodec.load_body("a: *x\n")
+    with pytest.raises(bounds.BoundExceeded, match="anchor &m"):
+        yamlcodec.load_body("base: &m {a: 1}\nother:\n  <<: *m\n")
+
+
+@pytest.mark.parametrize("levels", [101, 999, 1001, 10_000])
+def test_body_refuses_more_than_100_levels(levels: int) -> None:
+    started = time.perf_counter()
+    with pytest.raises(bounds.BoundExceeded, match="nested more than 100 levels"):
+        yamlcodec.load_body("[" * levels + "]" * levels)
+    # libyaml's own limit (1,000) is answered as ours, not parsed again by PyYAML (seconds).
+    assert time.perf_counter() - started < 0.5
+    block = "".join("  " * i + f"k{i}:\n" for i in range(levels)) + "  " * levels + "x\n"
+    with pytest.raises(bounds.BoundExceeded, match="nested more than 100 levels"):
+        yamlcodec.load_body(block)
+
+
+def test_body_reads_100_levels() -> None:
+    value, _ = yamlcodec.load_body("[" * 100 + "]" * 100)
+    assert bounds.depth_of(value) == 100
+
+
+def test_body_refuses_too_many_nodes() -> None:
+    text = "[" + ",".join(["0"] * bounds.MAX_NODES) + "]"
+    with pytest.raises(bounds.BoundExceeded) as caught:
+        yamlcodec.load_body(text)
+    assert caught.value.reason == "RequestEntityTooLarge"
+
+
+def test_body_holds_only_json_values() -> None:
+    value, _ = yamlcodec.load_body(
+        "when: 2024-01-02\n1: one\ntrue: yes\n~: nothing\nbig: 123456789012345678901234567890\n"
+    )
+    assert value == {
+        "when": "2024-01-02",
+        "1": "one",
+        "true": True,
+        "null": "nothing",
+        "big": 1.2345678901234568e29,
+    }
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a: .nan\n",
+        "a: -.inf\n",
+        "a: 1.0e+999\n",
+        "a: !!binary aGk=\n",
+        "a: !!set {x}\n",
+        "a: !!omap [{x: 1}]\n",
+        "a: " + "1" * 5000 + "\n",
+        "? [a]\n: 1\n",
+        "a: !!python/object/apply:os.system [echo]\n",
+        "a: [unclosed\n",
+    ],
+)
+def test_body_refuses_what_json_cannot_hold_as_a_yaml_error(text: str) -> None:
+    with pytest.raises(yaml.YAMLError):
+        yamlcodec.load_body(text)
+
+
+def test_body_reports_repeated_keys() -> None:
+    value, repeated = yamlcodec.load_body("a: 1\na: 2\nb: {c: 1, c: 2, d: {a: 3}}\n")
+    assert value == {"a": 2, "b": {"c": 2, "d": {"a": 3}}}
+    assert repeated == ["a", "c"]
+    # The same key in two mappings is no repetition.
+    assert yamlcodec.load_body("a: {x: 1}\nb: {x: 1}\n")[1] == []
+
+
+def test_body_keeps_pyyaml_messages_for_small_bodies_only() -> None:
+    small = "a: [unclosed\n"
+    with pytest.raises(yaml.YAMLError) as caught:
+        yamlcodec.load_body(small)
+    assert str(caught.value) == str(_pure_python_error(small))
+    large = "a: [" + "x, " * (yamlcodec.PURE_FALLBACK_MAX_BYTES // 3) + "\n"
+    with pytest.raises(yaml.YAMLError) as caught:
+        yamlcodec.load_body(large)
+    assert "did not find expected" in str(caught.value)  # libyaml's words, not a slow re-parse
+
+
+def test_body_all_takes_several_documents_within_one_budget() -> None:
+    assert yamlcodec.load_body_all("---\na: 1\n---\nb: 2\n") == [{"a": 1}, {"b": 2}]
+    with pytest.raises(bounds.BoundExceeded):
+        yamlcodec.load_body_all("---\na: &x 1\n---\nb: 2\n")

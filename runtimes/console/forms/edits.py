@@ -34,8 +34,9 @@ def edit_array(value: Any, key: str, op: str) -> Any:
     slot: Any = 0
     for position, segment in enumerate(array_path):
         current = container[slot]
-        if isinstance(current, list) and segment.isdigit() and int(segment) < len(current):
-            container, slot = current, int(segment)
+        position_in = keys.index(segment)
+        if isinstance(current, list) and position_in is not None and position_in < len(current):
+            container, slot = current, position_in
         elif isinstance(current, dict):
             if segment not in current:
                 if op != "add":
@@ -52,7 +53,8 @@ def edit_array(value: Any, key: str, op: str) -> Any:
     if op == "add":
         array.append(None)
         return box[0]
-    index = int(segments[-1]) if segments and segments[-1].isdigit() else -1
+    named = keys.index(segments[-1]) if segments else None
+    index = -1 if named is None else named
     if not 0 <= index < len(array):
         return box[0]
     if op == "remove":

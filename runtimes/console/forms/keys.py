@@ -44,7 +44,15 @@ def key_for_field(field: str, prefix: str = "parameters", root: str = ROOT) -> s
     if segments and segments[0] == prefix:
         segments = segments[1:]
     parts = [s[1:-1] if s.startswith("[") else s for s in segments]
-    return ".".join([root, *(encode(int(p) if p.isdigit() else p) for p in parts)])
+    return ".".join([root, *(encode(p if index(p) is None else int(p)) for p in parts)])
+
+
+def index(segment: str) -> int | None:
+    """The array index a segment names, or None. Only ASCII digits, at most nine of them: a
+    posted name is the client's text, and int() refuses superscripts and over 4,300 digits."""
+    if segment.isascii() and segment.isdigit() and len(segment) <= 9:
+        return int(segment)
+    return None
 
 
 def parent(key: str) -> str | None:

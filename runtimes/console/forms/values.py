@@ -9,10 +9,10 @@ left to jsonschema, which is the authority.
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Iterator, Mapping
 from typing import Any, Protocol
 
+from runtimes.apimachinery import bounds, jsoncodec
 from runtimes.console.forms import keys
 from runtimes.console.forms.resolve import (
     Schema,
@@ -24,6 +24,9 @@ from runtimes.console.forms.resolve import (
 )
 
 MAX_DEPTH = 8  # deeper (recursive) schemas fall back to a JSON textarea
+# Items one array of a form may have: a form posts at most 1,000 fields (Django's
+# DATA_UPLOAD_MAX_NUMBER_FIELDS), and a posted `$len` must not make the server build more.
+MAX_ITEMS = 1000
 
 
 class _Missing:
@@ -157,7 +160,7 @@ def read(
         if raw in (None, ""):
             return MISSING
         try:
-            return json.loads(raw)
+            return jsoncodec.loads(raw.encode())
         except ValueError:
             return raw
     if kind == "boolean":
@@ -186,8 +189,11 @@ def _read_json(data: FormData, key: str, problems: dict[str, list[str]]) -> Any:
     if text is None or not text.strip():
         return MISSING
     try:
-        return json.loads(text)
-    except ValueError as exc:
+        return jsoncodec.loads(text.encode(), "the value")
+    except bounds.BoundExceeded as exc:
+        problems.setdefault(key, []).append(exc.message)
+        return MISSING
+    except ValueError as exc:  # jsoncodec.JSONError, or text that is not Unicode
         problems.setdefault(key, []).append(f"not valid JSON: {exc}")
         return MISSING
 
@@ -202,10 +208,9 @@ def _read_union(
     picks: dict[str, int],
 ) -> Any:
     branches = variants(node, root) or []
-    chosen = data.get(f"{key}.$variant")
-    if chosen in (None, "") or not str(chosen).isdigit() or int(chosen) >= len(branches):
+    index = keys.index(str(data.get(f"{key}.$variant") or ""))
+    if index is None or index >= len(branches):
         return MISSING
-    index = int(chosen)
     picks[key] = index
     if data.get(f"{key}.$shown") != str(index):
         # The picker just changed: start the new form from its defaults.
@@ -227,15 +232,18 @@ def _read_array(
         chosen = []
         for raw in data.getlist(key):
             try:
-                chosen.append(json.loads(raw))
+                chosen.append(jsoncodec.loads(raw.encode()))
             except ValueError:
                 chosen.append(raw)
         return chosen
-    length = data.get(f"{key}.$len")
-    if length is None or not str(length).isdigit():
+    length = keys.index(str(data.get(f"{key}.$len") or ""))
+    if length is None:
+        return MISSING
+    if length > MAX_ITEMS:
+        problems.setdefault(key, []).append(f"a form takes at most {MAX_ITEMS} items")
         return MISSING
     value = []
-    for index in range(int(length)):
+    for index in range(length):
         child = keys.child(key, index)
         item = read(items, root, data, child, problems, depth + 1, True, picks)
         value.append(None if item is MISSING else item)

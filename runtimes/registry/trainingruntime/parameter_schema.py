@@ -5,6 +5,19 @@ path under ``spec.parameters``), describe an object at its top level, stay withi
 compact JSON, and refer only to itself (a ``$ref`` elsewhere would make the server fetch URLs).
 ``defaults.parameters`` must then validate against it, except that ``required`` is not enforced:
 defaults are merged under a job's own values.
+
+Rules that keep validation bounded, whatever the schema:
+
+* Every regular expression (``pattern``, each name in ``patternProperties``) must compile under
+  RE2 (`apimachinery.regexes`), the linear-time engine every parameter check runs on. A
+  backreference, lookaround, atomic group or possessive quantifier is refused at its field
+  (``spec.parameters.properties.x.pattern``), and the Status's `fix` says which construct to drop.
+* Every local ``$ref`` must resolve, and none may loop back without going into the value
+  (`parameter_refs`), or validation would recurse without end.
+* ``spec.parameters`` and ``spec.defaults.parameters`` nest at most `FREE_FORM_MAX_DEPTH` (64)
+  levels. The body limit (100, `apimachinery.bounds`) bounds everything else; these two free-form
+  fields are where depth is the writer's choice, and 64 keeps a stored runtime (with the four
+  levels its managedFields add) well inside the limit, so what a client reads it can write back.
 """
 
 from __future__ import annotations
@@ -13,32 +26,27 @@ from typing import Any
 
 import orjson
 from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError
 from jsonschema_specifications import REGISTRY as SPECIFICATIONS
 
+from runtimes.apimachinery import bounds, regexes
 from runtimes.apimachinery import fielderrors as fe
 from runtimes.apimachinery.fielderrors import FieldError
+from runtimes.catalog.parameter_keywords import FORMAT_CHECKER
 from runtimes.catalog.parameters import parameter_errors
+from runtimes.registry.trainingruntime.parameter_refs import json_path, ref_errors
 
 PARAMETERS_MAX_BYTES = 64 * 1024
+FREE_FORM_MAX_DEPTH = 64
 META_SCHEMA_URI = "https://json-schema.org/draft/2020-12/schema"
 _PATH = "spec.parameters"
+_DEFAULTS_PATH = "spec.defaults.parameters"
+# The meta-schema asks for format "regex" on patterns: checked by compiling under RE2.
 _META_VALIDATOR = Draft202012Validator(
     Draft202012Validator.META_SCHEMA,
-    format_checker=Draft202012Validator.FORMAT_CHECKER,
+    format_checker=FORMAT_CHECKER,
     registry=SPECIFICATIONS,
 )
-
-
-def _json_path(prefix: str, parts: Any) -> str:
-    path = prefix
-    for part in parts:
-        if isinstance(part, int):
-            path += f"[{part}]"
-        elif part.replace("_", "a").isalnum() and not part[:1].isdigit():
-            path += f".{part}"
-        else:
-            path += f"[{part}]"
-    return path
 
 
 def _shown(value: Any) -> Any:
@@ -59,7 +67,7 @@ def _foreign_refs(schema: Any) -> list[tuple[str, Any]]:
         path, node = stack.pop()
         if isinstance(node, dict):
             for key, value in node.items():
-                child = _json_path(path, [key])
+                child = json_path(path, [key])
                 if key in ("$ref", "$dynamicRef") and isinstance(value, str):
                     if not value.startswith("#"):
                         found.append((child, value))
@@ -93,13 +101,36 @@ def _meta_schema_errors(schema: dict[str, Any]) -> list[FieldError]:
     errors: list[FieldError] = []
     try:
         for error in _META_VALIDATOR.iter_errors(schema):
-            path = _json_path(_PATH, error.absolute_path)
+            if error.validator == "format" and error.validator_value == "regex":
+                errors.append(_regex_error(error))
+                continue
+            path = json_path(_PATH, error.absolute_path)
             errors.append(
                 fe.invalid(path, _shown(error.instance), f"not valid JSON Schema: {error.message}")
             )
     except RecursionError:
         errors.append(fe.invalid(_PATH, "object", "is nested too deeply to check"))
+    if not errors:
+        errors = ref_errors(schema, _PATH)
     return sorted(errors, key=lambda e: e.field)
+
+
+def _regex_error(error: ValidationError) -> FieldError:
+    """A ``pattern`` (or a ``patternProperties`` name) that RE2 cannot compile."""
+    parts = list(error.absolute_path)
+    if "propertyNames" in error.relative_schema_path:
+        parts.append(str(error.instance))  # the name itself, under patternProperties
+    path = json_path(_PATH, parts)
+    refused = error.cause
+    if not isinstance(refused, regexes.UnsupportedPattern):
+        return fe.invalid(path, error.instance, "not a regular expression")
+    detail = f"{refused} (parameter patterns run on RE2, which never backtracks)"
+    return fe.FieldError(
+        path,
+        "FieldValueInvalid",
+        fe.invalid(path, error.instance, detail).message,
+        f"{path}: {refused.fix}",
+    )
 
 
 def parameters_errors(spec: dict[str, Any]) -> list[FieldError]:
@@ -115,10 +146,12 @@ def parameters_errors(spec: dict[str, Any]) -> list[FieldError]:
         return [fe.invalid(_PATH, "object", f"is not a JSON document we can store: {error}")]
     if len(text) > PARAMETERS_MAX_BYTES:
         return [fe.too_long(_PATH, PARAMETERS_MAX_BYTES)]
+    if bounds.depth_of(schema, FREE_FORM_MAX_DEPTH) > FREE_FORM_MAX_DEPTH:
+        return [_too_deep(_PATH)]
     errors = _meta_schema_errors_cached(schema, text)
     dialect = schema.get("$schema")
     if dialect is not None and dialect not in (META_SCHEMA_URI, META_SCHEMA_URI + "#"):
-        errors.append(fe.not_supported(_json_path(_PATH, ["$schema"]), dialect, [META_SCHEMA_URI]))
+        errors.append(fe.not_supported(json_path(_PATH, ["$schema"]), dialect, [META_SCHEMA_URI]))
     errors.extend(
         fe.invalid(path, ref, "only references within this schema ('#/…') are supported")
         for path, ref in _foreign_refs(schema)
@@ -148,18 +181,24 @@ def _defaults_errors(
     values = defaults.get("parameters") if isinstance(defaults, dict) else None
     if not isinstance(values, dict):
         return []
+    if bounds.depth_of(values, FREE_FORM_MAX_DEPTH) > FREE_FORM_MAX_DEPTH:
+        return [_too_deep(_DEFAULTS_PATH)]
     try:
         orjson.dumps(values)
     except orjson.JSONEncodeError as error:
-        path = "spec.defaults.parameters"
+        path = _DEFAULTS_PATH
         return [fe.invalid(path, "object", f"is not a JSON document we can store: {error}")]
     try:
         return parameter_errors(
             schema,
             values,
-            "spec.defaults.parameters",
+            _DEFAULTS_PATH,
             enforce_required=False,
             schema_json=schema_json,
         )
     except Exception as error:  # a pathological schema must give a 422, never a 500
         return [fe.invalid(_PATH, "object", f"could not be applied to the defaults: {error}")]
+
+
+def _too_deep(path: str) -> FieldError:
+    return fe.invalid(path, "object", f"must nest at most {FREE_FORM_MAX_DEPTH} levels")
