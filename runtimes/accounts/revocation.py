@@ -8,7 +8,9 @@ the database happen only after such a change, never once per stream per second.
 
 The epoch moves after the change commits (a stream that checked before the commit would still
 see the old rows), on saves and deletes of `ApiToken`, `Membership` and the user model; a user
-saved only to record a sign-in moves nothing. Other processes learn of a change through the
+saved only to record a sign-in moves nothing. Signing out moves it too (Django sends
+`user_logged_out` just before it deletes the session; a stream that checks in between is caught
+by its backstop check). Other processes learn of a change through the
 channel layer's nudges (`runtimes.watch.nudge` listens here and calls `bump(broadcast=False)`
 when another process says so).
 """
@@ -20,6 +22,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth.signals import user_logged_out
 from django.db import transaction
 from django.db.models.signals import post_delete, post_save
 
@@ -74,7 +77,7 @@ def _user_changed(
     _after_commit()
 
 
-def _deleted(**kwargs: Any) -> None:
+def _taken_away(**kwargs: Any) -> None:
     _after_commit()
 
 
@@ -84,9 +87,10 @@ def connect() -> None:
     post_save.connect(_granted_or_changed, sender=ApiToken, dispatch_uid="revocation-token")
     post_save.connect(_granted_or_changed, sender=Membership, dispatch_uid="revocation-member")
     post_save.connect(_user_changed, sender=user_model, dispatch_uid="revocation-user")
+    user_logged_out.connect(_taken_away, dispatch_uid="revocation-signed-out")
     for model, uid in (
         (ApiToken, "token"),
         (Membership, "member"),
         (user_model, "user"),
     ):
-        post_delete.connect(_deleted, sender=model, dispatch_uid=f"revocation-{uid}-deleted")
+        post_delete.connect(_taken_away, sender=model, dispatch_uid=f"revocation-{uid}-deleted")

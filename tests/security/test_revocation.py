@@ -27,6 +27,7 @@ from tests.security.conftest import livez_stays_up
 from tests.support.console import form_fields
 from tests.support.liveserver import LiveServer
 from tests.support.manage import add_member, manage, shell
+from tests.support.signin import member_id, signed_in, submit
 from tests.support.watch_live import DEMO, Watcher, manifest
 
 # The promise: a revoked principal's streams end within this long.
@@ -38,28 +39,6 @@ def bearer(server: LiveServer, token: str) -> httpx.Client:
     return httpx.Client(
         base_url=server.url, headers={"Authorization": f"Bearer {token}"}, timeout=30
     )
-
-
-def signed_in(server: LiveServer, who: str) -> httpx.Client:
-    """A console session of `who`, signed in through the sign-in form."""
-    client = httpx.Client(base_url=server.url, timeout=30)
-    page = client.get("/login")
-    match = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text)
-    assert match, page.text
-    answer = client.post(
-        "/login",
-        data={"username": who, "password": f"{who}-pass", "csrfmiddlewaretoken": match[1]},
-    )
-    assert answer.status_code == 302, answer.text
-    return client
-
-
-def submit(client: httpx.Client, path: str, data: Any) -> httpx.Response:
-    """POSTs a console or admin form the way the browser would, CSRF token included."""
-    csrf = client.cookies["csrftoken"]
-    body = data if isinstance(data, dict) else {k: data.getlist(k) for k in data}
-    body["csrfmiddlewaretoken"] = csrf
-    return client.post(path, data=body, headers={"X-CSRFToken": csrf})
 
 
 def ws_url(server: LiveServer, path: str) -> str:
@@ -208,15 +187,12 @@ def test_removing_a_role_binding_ends_the_members_streams_with_403(
         assert orjson.loads(socket.recv(timeout=10))["type"] == "ADDED"
         admin = signed_in(server, "alice")
         members_page = admin.get("/projects/demo/members").text
-        binding = re.search(
-            rf'<th scope="row">{member}</th>.*?name="member" value="(\d+)"', members_page, re.S
-        )
-        assert binding, members_page
+        binding = member_id(members_page, member)
         with livez_stays_up(server.url) as answered:
             watching(answered)
             removed_at = time.monotonic()
             removed = submit(
-                admin, "/projects/demo/members", {"action": "remove", "member": binding[1]}
+                admin, "/projects/demo/members", {"action": "remove", "member": binding}
             )
             assert removed.status_code == 302
             demo_events = http_end(in_demo, DEADLINE_SECONDS + 2)

@@ -15,6 +15,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import update_last_login
 from django.contrib.sessions.backends.db import SessionStore
+from django.test import Client
 
 from runtimes.accounts import revocation
 from runtimes.accounts.tokens import create_token, revoke
@@ -51,6 +52,9 @@ def test_the_epoch_moves_when_access_may_have_gone(actors: dict[str, Any]) -> No
     bob.is_active = False
     assert moved(bob.save)
     assert moved(actors["charlie"].delete)
+    browser = Client()
+    browser.force_login(alice)
+    assert moved(browser.logout)
 
 
 def test_the_epoch_stays_for_what_only_grants_or_records(actors: dict[str, Any]) -> None:
