@@ -66,6 +66,12 @@ def still_allowed(
     return recheck
 
 
+def open_guard(user: Any, session: Any, consumer_access: authorization.Access) -> StreamGuard:
+    """The guard of a console socket, made with what the user may see now (sync)."""
+    recheck = still_allowed(consumer_access, projects_of(user))
+    return StreamGuard(Credential.session(user, session), recheck)
+
+
 class ConsoleConsumer(AsyncWebsocketConsumer):
     # A watch across projects, as the catalog's list: each change is shown only to those who
     # may read its project (live.Watch).
@@ -83,10 +89,7 @@ class ConsoleConsumer(AsyncWebsocketConsumer):
         except errors.ApiError as error:
             await self.close(code=4000 + error.code)  # 4401 Unauthorized
             return
-        was = await run_db(projects_of, user)
-        guard = StreamGuard(
-            Credential.session(user, self.scope.get("session")), still_allowed(self.access, was)
-        )
+        guard = await run_db(open_guard, user, self.scope.get("session"), self.access)
         await self.accept()
         self.guarding = asyncio.create_task(self._guard(guard))
 

@@ -30,6 +30,7 @@ from runtimes.accounts.access import User
 from runtimes.accounts.tokens import user_for
 from runtimes.apimachinery import errors
 from runtimes.storage.eventlog import run_db
+from runtimes.watch import nudge
 
 # How often a stream asks (an in-memory comparison): revocation ends a stream within this plus
 # one check's time, well inside the five seconds promised.
@@ -99,7 +100,8 @@ def credentials_revoked() -> errors.ApiError:
 
 class StreamGuard:
     """One stream's watch over its caller's access; `recheck(user)` raises the Status that ends
-    it (the stream's own authorization, e.g. `registry.authorization.check`)."""
+    it (the stream's own authorization, e.g. `registry.authorization.check`). Made off the event
+    loop (it may start the process's nudger)."""
 
     def __init__(
         self,
@@ -116,6 +118,10 @@ class StreamGuard:
         self.poll = float(getattr(settings, "NODUS_STREAM_POLL_SECONDS", POLL_SECONDS))
         self.epoch = revocation.current()
         self.checked_at = time.monotonic()
+        # Other processes announce their access changes through this process's nudger: make
+        # sure it listens (a worker with only a console socket open may have no hub yet). Sync:
+        # the first call starts its thread.
+        nudge.process_nudger()
 
     def due(self) -> bool:
         return (

@@ -14,7 +14,7 @@ import re
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import ExitStack
+from contextlib import ExitStack, closing
 from typing import Any
 
 import httpx
@@ -24,6 +24,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
 from tests.security.conftest import livez_stays_up
+from tests.support import liveserver, services
 from tests.support.console import form_fields
 from tests.support.liveserver import LiveServer
 from tests.support.manage import add_member, manage, shell
@@ -258,3 +259,61 @@ def test_deactivating_a_user_ends_every_stream_of_theirs_with_401(
         with bearer(server, server.tokens["root"]) as root:
             assert root.get(f"{DEMO}/franks-{tag}").status_code == 200
         session.close()
+
+
+@pytest.fixture(scope="module")
+def workers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[LiveServer]]:
+    """Two daphne workers on one PostgreSQL database and one Redis (the scale-out shape)."""
+    services.require_redis()
+    with services.temp_database("nodus_revoke") as database_url:
+        extra = {
+            "DATABASE_URL": database_url,
+            "REDIS_URL": f"redis://{services.REDIS_HOST}:{services.REDIS_PORT}/6",
+        }
+        plain = liveserver.server_environment
+        liveserver.server_environment = lambda data_dir: {**plain(data_dir), **extra}
+        started: list[LiveServer] = []
+        try:
+            first = tmp_path_factory.mktemp("revoke-a")
+            tokens = liveserver.prepare(first)
+            started.append(liveserver.start(first, tokens))
+            started.append(liveserver.start(tmp_path_factory.mktemp("revoke-b"), tokens))
+            yield started
+        finally:
+            liveserver.server_environment = plain
+            for server in started:
+                liveserver.stop(server)
+
+
+@pytest.mark.services
+def test_a_revocation_on_one_worker_ends_the_watches_on_another(
+    workers: list[LiveServer], tag: str, stack: ExitStack
+) -> None:
+    a, b = workers
+    name = f"cross-{tag}"
+    token = manage(a, "createtoken", "--user", "alice", "--name", name).strip()
+    with bearer(b, token) as doomed:
+        http = Watcher(doomed, f"{DEMO}?watch=1&labelSelector=t%3D{tag}")
+        socket = stack.enter_context(ws_watch(b, f"{DEMO}?watch=1&labelSelector=t%3D{tag}", token))
+        assert doomed.post(DEMO, json=manifest(f"cross-{tag}", {"t": tag})).status_code == 201
+        assert http.next()["type"] == "ADDED"  # type: ignore[index]
+        console = stack.enter_context(closing(signed_in(a, "alice")))
+        revoke = re.search(
+            rf'<th scope="row">{name}</th>.*?action="(/account/tokens/\d+/revoke)"',
+            console.get("/account/tokens").text,
+            re.S,
+        )
+        assert revoke
+        with livez_stays_up(b.url) as answered:
+            watching(answered)
+            revoked_at = time.monotonic()
+            # Revoked on worker A; the watches run on worker B, told over Redis.
+            assert submit(console, revoke[1], {}).status_code == 302
+            events = http_end(http, DEADLINE_SECONDS + 2)
+            frames, code = ws_end(socket, DEADLINE_SECONDS + 2)
+            took = time.monotonic() - revoked_at
+        assert_ended_with(events, 401, "Unauthorized")
+        assert_ended_with(frames, 401, "Unauthorized")
+        assert code == 4401
+        # Well inside the promise, and well before the 30 s backstop could have done it.
+        assert took < DEADLINE_SECONDS, took

@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import subprocess
 
-from tests.support.liveserver import PYTHON, REPO, LiveServer, server_environment
+from tests.support import liveserver
+from tests.support.liveserver import PYTHON, REPO, LiveServer
 
 
 def manage(server: LiveServer, *args: str, timeout: float = 120) -> str:
     done = subprocess.run(
         [str(PYTHON), str(REPO / "manage.py"), *args],
         cwd=REPO,
-        env=server_environment(server.data_dir),
+        # Looked up at each call: a fixture may have pointed it at another database.
+        env=liveserver.server_environment(server.data_dir),
         capture_output=True,
         text=True,
         timeout=timeout,

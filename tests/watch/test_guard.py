@@ -121,3 +121,36 @@ def test_a_session_ends_with_sign_out_password_change_or_deactivation(
     bob.is_active = False
     bob.save()
     assert credential.resolve() is None
+
+
+@pytest.mark.services
+def test_access_changes_reach_other_processes_over_redis(settings: Any) -> None:
+    import threading
+    import time
+
+    from runtimes.watch.nudge import Nudger
+    from tests.support import services
+
+    services.require_redis()
+    settings.CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [f"redis://{services.REDIS_HOST}:{services.REDIS_PORT}/3"]},
+        }
+    }
+    heard_revisions: list[int] = []
+    sender, receiver = Nudger(), Nudger(heard_revisions.append)
+    sender.start()
+    receiver.start()
+    try:
+        before = revocation.current()
+        deadline = time.monotonic() + 10
+        while revocation.current() == before and time.monotonic() < deadline:
+            sender.note_access()  # until the receiver has joined the group
+            threading.Event().wait(0.3)
+        # The receiver moved the epoch (the two share this process's, standing in for two).
+        assert revocation.current() > before
+        assert heard_revisions == []  # an access change is not a revision
+    finally:
+        sender.stop()
+        receiver.stop()
