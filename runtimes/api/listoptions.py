@@ -4,6 +4,12 @@ Mirrors apimachinery's ``internalversion.ListOptions`` validation: what a list f
 (sendInitialEvents, resourceVersionMatch without resourceVersion) and what a watch requires
 (sendInitialEvents only with resourceVersionMatch=NotOlderThan). Garbage that cannot be parsed
 at all (a non-integer limit or resourceVersion, a bad selector) is a 400 BadRequest.
+
+A selector may be at most 8 KiB (``MAX_SELECTOR_BYTES``; ours: kube bounds selectors only by the
+request line, which Go's server caps at 1 MiB with the headers). That holds about 120 label
+values of the full 63 characters in one ``in (...)`` set, bounds the parse and the per-object
+match of every list and watch, and sits under the 16 KiB request line the listeners accept
+(``runtimes.api.serving``), so the check also holds for callers that never pass through them.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from runtimes.registry.resources import ResourceType
 EXACT = "Exact"
 NOT_OLDER_THAN = "NotOlderThan"
 INCLUDE_OBJECT = ("None", "Metadata", "Object")
+MAX_SELECTOR_BYTES = 8 * 1024
 
 
 @dataclass(frozen=True)
@@ -120,6 +127,13 @@ def selection(
     namespaces: list[str] | None = None,
 ) -> Selection:
     supported = supported_fields(rt)
+    for parameter, text in (("labelSelector", label_text), ("fieldSelector", field_text)):
+        if len(text.encode("utf-8", "surrogatepass")) > MAX_SELECTOR_BYTES:
+            raise errors.bad_request(
+                f"{parameter}: Too long: may not be more than {MAX_SELECTOR_BYTES} bytes",
+                fix=f"Shorten the {parameter}: select on fewer values, or on one label that "
+                "the objects you want share.",
+            )
     try:
         labels = parse_label_selector(label_text)
         fields = parse_field_selector(field_text, supported)

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from runtimes.api import media
-from runtimes.apimachinery import bounds, errors, managedfields, patches
+from runtimes.apimachinery import bounds, errors, managedfields, metadata_rules, patches
 from runtimes.apimachinery.fielderrors import FieldError
 from runtimes.apimachinery.meta import Obj
 from runtimes.apimachinery.objectmeta import now_timestamp
@@ -91,6 +91,10 @@ def apply_change(
     """Server-side apply: merges the applied config into the live object by ownership."""
     if not isinstance(body, dict):
         raise errors.bad_request("an apply patch must be one object (YAML or JSON)")
+    # Refused before the merge, which tracks every label and annotation the body carries.
+    oversized = metadata_rules.size_errors(body.get("metadata"))
+    if oversized:
+        raise errors.invalid(rt.kind, rt.group, name, oversized)
     owned: dict[str, Any] = {}
 
     def change(current: Obj) -> Obj:

@@ -3,6 +3,14 @@
 Names are DNS-1123 subdomains, projects (namespaces) and sidecars DNS-1123 labels; label keys,
 annotation keys and finalizers are qualified names. The messages match
 ``k8s.io/apimachinery/pkg/util/validation`` so that kubectl users see familiar text.
+
+Sizes are bounded as kube bounds them, plus one bound of ours. Annotations may total 256 KiB
+(keys and values in UTF-8 bytes: apimachinery's ``TotalAnnotationSizeLimitB``). Labels are
+limited by kube only per key (a 63-character name, a 253-character prefix) and per value (63
+characters); we also cap their total at 64 KiB, counted the same way, so that a label map cannot
+make every write, list and watch match slow (about 1,000 labels of a typical size). A map over
+its limit gets one ``Too long`` cause and no per-entry causes, so the Status stays small whatever
+the map holds. Every check here is linear in the size of its input.
 """
 
 from __future__ import annotations
@@ -20,7 +28,8 @@ QUALIFIED_NAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
 QUALIFIED_NAME_MAX_LENGTH = 63
 LABEL_VALUE_FMT = "(" + QUALIFIED_NAME_FMT + ")?"
 LABEL_VALUE_MAX_LENGTH = 63
-TOTAL_ANNOTATION_SIZE_LIMIT = 256 * 1024
+TOTAL_ANNOTATION_SIZE_LIMIT = 256 * 1024  # apimachinery's TotalAnnotationSizeLimitB
+TOTAL_LABEL_SIZE_LIMIT = 64 * 1024  # ours: kube bounds each label, not their total
 
 _DNS1123_LABEL = re.compile(DNS1123_LABEL_FMT)
 _DNS1123_SUBDOMAIN = re.compile(DNS1123_SUBDOMAIN_FMT)
@@ -169,7 +178,21 @@ def _string_map(value: Any, path: str) -> tuple[dict[str, str], list[FieldError]
     return pairs, errors
 
 
+def _total_size(value: Any) -> int:
+    """Bytes of a map's keys and string values in UTF-8, as kube counts (``len`` of Go strings)."""
+    if not isinstance(value, dict):
+        return 0
+    return sum(_utf8_length(k) + _utf8_length(v) for k, v in value.items())
+
+
+def _utf8_length(text: Any) -> int:
+    # surrogatepass: a lone surrogate (which a YAML body can carry) is counted, not a 500.
+    return len(text.encode("utf-8", "surrogatepass")) if isinstance(text, str) else 0
+
+
 def validate_labels(labels: Any, path: str = "metadata.labels") -> list[FieldError]:
+    if _total_size(labels) > TOTAL_LABEL_SIZE_LIMIT:
+        return [too_long(path, TOTAL_LABEL_SIZE_LIMIT)]
     pairs, errors = _string_map(labels, path)
     for key, value in pairs.items():
         errors.extend(invalid(path, key, message) for message in qualified_name_errors(key))
@@ -178,13 +201,25 @@ def validate_labels(labels: Any, path: str = "metadata.labels") -> list[FieldErr
 
 
 def validate_annotations(annotations: Any, path: str = "metadata.annotations") -> list[FieldError]:
+    if _total_size(annotations) > TOTAL_ANNOTATION_SIZE_LIMIT:
+        return [too_long(path, TOTAL_ANNOTATION_SIZE_LIMIT)]
     pairs, errors = _string_map(annotations, path)
     for key in pairs:
         # Annotation keys are qualified names in which case does not matter.
         errors.extend(invalid(path, key, m) for m in qualified_name_errors(key.lower()))
-    size = sum(len(k.encode()) + len(v.encode()) for k, v in pairs.items())
-    if size > TOTAL_ANNOTATION_SIZE_LIMIT:
-        errors.append(too_long(path, TOTAL_ANNOTATION_SIZE_LIMIT))
+    return errors
+
+
+def size_errors(meta: Any, path: str = "metadata") -> list[FieldError]:
+    """The label and annotation size bounds alone, for a caller about to do work proportional
+    to them (server-side apply merges and tracks every label before the store validates)."""
+    if not isinstance(meta, dict):
+        return []
+    errors: list[FieldError] = []
+    if _total_size(meta.get("labels")) > TOTAL_LABEL_SIZE_LIMIT:
+        errors.append(too_long(f"{path}.labels", TOTAL_LABEL_SIZE_LIMIT))
+    if _total_size(meta.get("annotations")) > TOTAL_ANNOTATION_SIZE_LIMIT:
+        errors.append(too_long(f"{path}.annotations", TOTAL_ANNOTATION_SIZE_LIMIT))
     return errors
 
 

@@ -11,6 +11,7 @@ import orjson
 import pytest
 
 from runtimes.api import listing
+from runtimes.api.listoptions import MAX_SELECTOR_BYTES
 from runtimes.catalog.accelerators import ACCELERATOR_COLUMNS, accelerator_table_row
 from runtimes.registry import seeding
 from runtimes.registry.kinds import lookup
@@ -78,6 +79,29 @@ def test_it_answers_400_to_a_selector_that_does_not_parse(alice: ApiClient) -> N
     assert response.status_code == 400
     assert response.json_body["reason"] == "BadRequest"
     assert response.json_body["kind"] == "Status"
+
+
+def test_it_bounds_each_selector_at_8_kib_naming_the_parameter(rt: Any, alice: ApiClient) -> None:
+    make(rt, "a", {"app": "trainer"})
+    assert MAX_SELECTOR_BYTES == 8 * 1024
+    # A selector of exactly 8 KiB: 127 values of 63 characters, then padding in the key's value.
+    values = [f"v{i:03d}" + "x" * 59 for i in range(127)]
+    widest = "app in (trainer," + ",".join(values) + ")"
+    widest = widest[:-1] + "," + "y" * (MAX_SELECTOR_BYTES - len(widest) - 1) + ")"
+    assert len(widest) == MAX_SELECTOR_BYTES
+    assert names(alice.get(f"{DEMO}?labelSelector={quote(widest)}")) == ["a"]
+    for parameter, text in (
+        ("labelSelector", widest[:-1] + "z)"),
+        ("fieldSelector", "metadata.name=" + "a" * MAX_SELECTOR_BYTES),
+    ):
+        response = alice.get(f"{DEMO}?{parameter}={quote(text)}")
+        assert response.status_code == 400
+        body = response.json_body
+        assert (body["kind"], body["reason"]) == ("Status", "BadRequest")
+        assert body["message"] == (
+            f"{parameter}: Too long: may not be more than {MAX_SELECTOR_BYTES} bytes"
+        )
+        assert parameter in body["fix"]
 
 
 def test_it_filters_with_field_selectors_on_name_and_selectable_fields(

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from runtimes.apimachinery.metadata_rules import (
     TOTAL_ANNOTATION_SIZE_LIMIT,
+    TOTAL_LABEL_SIZE_LIMIT,
     dns1123_label_errors,
     dns1123_subdomain_errors,
     finalizer_warnings,
     label_value_errors,
     qualified_name_errors,
+    size_errors,
     validate_annotations,
     validate_finalizers,
     validate_generate_name,
@@ -114,6 +118,59 @@ def test_it_limits_the_total_size_of_annotations() -> None:
     [error] = validate_annotations({"a": "x" * half, "b": "y" * half})
     assert (error.field, error.reason) == ("metadata.annotations", "FieldValueTooLong")
     assert error.message == f"Too long: may not be more than {TOTAL_ANNOTATION_SIZE_LIMIT} bytes"
+
+
+def test_it_limits_the_total_size_of_labels() -> None:
+    assert TOTAL_LABEL_SIZE_LIMIT == 64 * 1024
+    # 1,024 labels of 64 bytes each (a 10-byte key, a 54-byte value) fill it exactly.
+    full = {f"key-{i:06d}": "v" * 54 for i in range(1024)}
+    assert validate_labels(full) == []
+    [error] = validate_labels({**full, "x": ""})
+    assert (error.field, error.reason) == ("metadata.labels", "FieldValueTooLong")
+    assert error.message == f"Too long: may not be more than {TOTAL_LABEL_SIZE_LIMIT} bytes"
+
+
+def test_it_counts_label_and_annotation_sizes_in_utf8_bytes() -> None:
+    # Keys must be ASCII to be valid, values need not be for annotations: 4 bytes per emoji.
+    emoji = "\N{GRINNING FACE}"
+    limit = TOTAL_ANNOTATION_SIZE_LIMIT
+    assert validate_annotations({"a": emoji * ((limit - 1) // 4)}) == []
+    [error] = validate_annotations({"a": emoji * (limit // 4)})
+    assert error.reason == "FieldValueTooLong"
+    # A lone surrogate (a YAML body can carry one) is counted, not a crash.
+    [error] = validate_annotations({"a": "\ud800" * limit})
+    assert error.reason == "FieldValueTooLong"
+
+
+def test_it_refuses_20000_labels_with_one_cause_in_linear_time() -> None:
+    labels = {f"k{i}": f"v{i}" for i in range(20_000)}
+    started = time.perf_counter()
+    errors = validate_labels(labels)
+    assert time.perf_counter() - started < 0.5
+    assert [(e.field, e.reason) for e in errors] == [("metadata.labels", "FieldValueTooLong")]
+    # Invalid keys in a map over its limit add no causes: the Status stays small.
+    bad = {f"-bad-{i}": "-" for i in range(20_000)}
+    assert len(validate_labels(bad)) == 1
+    assert len(validate_annotations({f"-{i}": "x" * 16 for i in range(20_000)})) == 1
+
+
+def test_it_checks_sizes_alone_for_callers_about_to_do_work_per_label() -> None:
+    assert size_errors({"labels": {"a": "b"}, "annotations": {"-not valid-": "x"}}) == []
+    assert size_errors(None) == []
+    assert size_errors({"labels": ["a"]}) == []
+    errors = size_errors(
+        {
+            "labels": {f"k{i}": "v" for i in range(20_000)},
+            "annotations": {"a": "x" * TOTAL_ANNOTATION_SIZE_LIMIT},
+        }
+    )
+    assert [(e.field, e.message) for e in errors] == [
+        ("metadata.labels", f"Too long: may not be more than {TOTAL_LABEL_SIZE_LIMIT} bytes"),
+        (
+            "metadata.annotations",
+            f"Too long: may not be more than {TOTAL_ANNOTATION_SIZE_LIMIT} bytes",
+        ),
+    ]
 
 
 def test_it_requires_qualified_finalizers_and_warns_about_unprefixed_ones() -> None:
