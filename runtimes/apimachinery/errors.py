@@ -130,6 +130,33 @@ REASONS: dict[str, Reason] = {
         ("Asking for protobuf or an unknown Table version.",),
         "Accept application/json (or a meta.k8s.io Table).",
     ),
+    "RequestTimeout": Reason(
+        408,
+        "Request timeout",
+        "The client did not send its request line and headers, or its body, within the time the "
+        "server allows; the server answered this and closed the connection.",
+        (
+            "A client or proxy that stalls mid-request, or sends a byte at a time (slow-loris).",
+            "A very slow link for a large body.",
+        ),
+        "Send the request again in one go; the message says which deadline passed.",
+    ),
+    "RequestURITooLong": Reason(
+        414,
+        "URI too long",
+        "The request line (method, path and query string) is longer than the server reads; the "
+        "server answered this and closed the connection.",
+        ("A label or field selector with very many terms.",),
+        "Shorten the query: select on one label the objects share instead of listing many values.",
+    ),
+    "RequestHeaderFieldsTooLarge": Reason(
+        431,
+        "Request header fields too large",
+        "The request's headers are larger or more numerous than the server reads; the server "
+        "answered this and closed the connection.",
+        ("Oversized cookies or tokens.", "A client or proxy that repeats headers."),
+        "Send fewer or smaller headers; clear this site's cookies if a browser sent them.",
+    ),
     "RequestEntityTooLarge": Reason(
         413,
         "Request entity too large",

@@ -29,12 +29,20 @@ KUBE_CODES = {
     "ServiceUnavailable": 503,
     "Timeout": 504,
 }
+# Reasons of our own for what Go's HTTP server answers in plain text (408, 414, 431): ours leave
+# the listener as a Status like every other error.
+LISTENER_CODES = {
+    "RequestTimeout": 408,
+    "RequestURITooLong": 414,
+    "RequestHeaderFieldsTooLarge": 431,
+}
 
 
 @pytest.mark.parametrize("reason", sorted(errors.REASONS))
 def test_it_answers_each_reason_with_kubes_code(reason: str) -> None:
-    assert errors.REASONS[reason].code == KUBE_CODES[reason]
-    assert errors.ApiError(reason, "x").status()["code"] == KUBE_CODES[reason]
+    codes = {**KUBE_CODES, **LISTENER_CODES}
+    assert errors.REASONS[reason].code == codes[reason]
+    assert errors.ApiError(reason, "x").status()["code"] == codes[reason]
 
 
 @pytest.mark.parametrize("reason", sorted(errors.REASONS))

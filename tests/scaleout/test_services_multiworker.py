@@ -141,7 +141,7 @@ def cluster(database: str, redis_url: str) -> Iterator[Cluster]:
                 processes.append(
                     subprocess.Popen(
                         [
-                            *(sys.executable, "-m", "daphne"),
+                            *(sys.executable, "-m", "runtimes.api.serving"),
                             *("-b", "127.0.0.1", "-p", str(port)),
                             "nodus_console.asgi:application",
                         ],

@@ -7,9 +7,11 @@ certificate) for kubectl, because client-go sends bearer tokens only over TLS (k
 `serve` (behind the `daphne_server` fixture in tests/conftest.py) migrates a temporary
 NODUS_DATA_DIR, creates the usual actors with the project's own management commands (alice admin
 of `demo`, bob viewer, charlie outsider, root platform admin; one API token each), seeds the
-accelerator catalog, starts `python -m daphne nodus_console.asgi:application` on a free loopback
-port, waits until `/version` answers and yields a `LiveServer`. The server is stopped when the
-fixture's scope ends; its log is kept in the data directory for failing tests to read.
+accelerator catalog, starts `python -m runtimes.api.serving nodus_console.asgi:application`
+(daphne's command line with the listeners' limits and deadlines that `manage.py serve` uses) on a
+free loopback port, waits until `/version` answers and yields a `LiveServer`. The server is
+stopped when the fixture's scope ends; its log is kept in the data directory for failing tests to
+read.
 """
 
 from __future__ import annotations
@@ -123,7 +125,7 @@ def start(data_dir: Path, tokens: dict[str, str]) -> LiveServer:
         [
             str(PYTHON),
             "-m",
-            "daphne",
+            "runtimes.api.serving",
             *("-b", "127.0.0.1", "-p", str(port)),
             *("-e", f"ssl:{tls_port}:interface=127.0.0.1:privateKey={key}:certKey={cert}"),
             "nodus_console.asgi:application",

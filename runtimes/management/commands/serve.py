@@ -2,7 +2,8 @@
 
 `make run` calls this. It serves the console over HTTP and the same app over HTTPS with a
 self-signed certificate (client-go sends bearer tokens only over TLS, so kubectl uses that
-port), and prints the URLs, how to log in and how to point kubectl here.
+port), and prints the URLs, how to log in and how to point kubectl here. Both listeners bound
+every request's size and time (`runtimes.api.serving`).
 
 SIGTERM (or Ctrl-C) shuts down cleanly within ``NODUS_SHUTDOWN_SECONDS`` (10): no new
 connections, watches end as streams end, requests in flight are answered, then the process exits
@@ -71,11 +72,12 @@ class Command(BaseCommand):
 
             start_in_process()
         from daphne.endpoints import build_endpoint_description_strings
-        from daphne.server import Server, twisted_loop
+        from daphne.server import twisted_loop
 
         from nodus_console.asgi import application
         from runtimes.api import draining
         from runtimes.api.flowcontrol import executor_threads
+        from runtimes.api.serving import Server
 
         interface = f":interface={host}" if host else ""
         endpoints = build_endpoint_description_strings(host=host, port=port)

@@ -1,0 +1,336 @@
+"""The listeners: how much of a request the server reads, and how long it waits for it.
+
+`manage.py serve` (its HTTP and its HTTPS listener alike) and the tests' live servers
+(``python -m runtimes.api.serving``, daphne's own command line) run daphne with this module's
+`Server`, whose HTTP/1.1 channel bounds every request before the application sees it. Twisted's
+own limits answer a bare ``400`` with no body, or, for a request line over 16 KiB, drop the
+connection without a word; here every refusal is a metav1.Status with its reason, after which
+the server half-closes, reads and discards what the client still sends for ``LINGER_SECONDS``
+(so the client reads the Status rather than a connection reset) and closes.
+
+The limits, with what kube-apiserver (Go's ``net/http`` under it) does:
+
+| Limit | Ours | Kubernetes | Answer |
+|---|---|---|---|
+| request line (method, path, query) | 16 KiB | in MaxHeaderBytes, 1 MiB | 414 RequestURITooLong |
+| one header field | 16 KiB | in MaxHeaderBytes, 1 MiB | 431 RequestHeaderFieldsTooLarge |
+| all header fields | 32 KiB | MaxHeaderBytes, 1 MiB | 431 RequestHeaderFieldsTooLarge |
+| number of header fields | 100 | no limit | 431 RequestHeaderFieldsTooLarge |
+| request body | 3 MiB | --max-request-bytes, 3 MiB | 413 RequestEntityTooLarge |
+| request line and headers | 10 s | ReadHeaderTimeout, 32 s | 408 RequestTimeout |
+| request body, after the headers | 60 s | --request-timeout, 60 s | 408 RequestTimeout |
+| idle kept-alive connection | 90 s | IdleTimeout, 90 s | closed |
+| labelSelector, fieldSelector | 8 KiB each | no limit of its own | 400 BadRequest |
+| metadata.annotations, in total | 256 KiB | TotalAnnotationSizeLimitB, 256 KiB | 422 Invalid |
+| metadata.labels, in total | 64 KiB | no limit of its own | 422 Invalid |
+
+Why these values. The 16 KiB line is the limit Twisted has always applied to every line, so no
+client that works today breaks; it holds an 8 KiB selector (``api.listoptions``) with room to
+spare. 32 KiB of headers in 100 fields is what nginx reads by default (four 8 KiB buffers) and
+many times what kubectl (six fields) or a browser with its session cookies sends. The body limit
+is ``NODUS_MAX_BODY_BYTES`` (kube's default); here a declared length over it is refused before
+a byte of the body is read, where the application could only refuse it once it was all buffered.
+The headers deadline runs from the connection's first moment (a client that connects and sends
+nothing is closed quietly when it passes) or, on a kept-alive connection, from the next request's
+first byte; a slow-loris client that sends one byte at a time resets Twisted's idle timer forever
+but not this deadline. 10 s, where Go allows 32 s: a real client sends its headers in one
+packet. The body deadline matches kube's request timeout and gives a 3 MiB body 50 KB/s. Idle
+connections close after 90 s as Go's do, and as ``http.DefaultTransport`` (client-go) expects.
+Once the body has arrived nothing here limits the response: watches stream for as long as they
+are wanted. The metadata limits are enforced in ``apimachinery.metadata_rules``, the selector
+limit in ``api.listoptions``; the values in this table are checked against theirs by the tests.
+HTTP/2 is not offered: its framing has limits of its own that this channel does not bound.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from http import HTTPStatus
+from typing import Any, cast
+
+import orjson
+from daphne.cli import CommandLineInterface  # imports daphne.server: the asyncio reactor first
+from daphne.http_protocol import HTTPFactory, WebRequest
+from daphne.server import Server as DaphneServer
+from django.conf import settings
+from twisted.web import http
+
+from runtimes.api.requestid import too_large
+from runtimes.apimachinery.errors import ApiError
+
+log = logging.getLogger("nodus.request")
+
+MAX_LINE_BYTES = 16 * 1024
+MAX_HEADER_BYTES = 32 * 1024
+MAX_HEADER_FIELDS = 100
+HEADERS_DEADLINE_SECONDS = 10
+BODY_DEADLINE_SECONDS = 60
+IDLE_TIMEOUT_SECONDS = 90
+# nginx lingers up to 5 s between reads (30 s in all); Go waits 0.5 s before it closes.
+LINGER_SECONDS = 2
+
+_UNPARSABLE = (
+    "the request is not valid HTTP/1.1: its request line, a header field, Content-Length or "
+    "chunked framing could not be parsed"
+)
+
+
+def status_bytes(error: ApiError) -> bytes:
+    """A whole HTTP/1.1 response carrying `error` as a Status, after which the server closes."""
+    body = error.status()
+    body["docs"] = f"/docs/errors/{error.reason}"  # no Host header to make it absolute with
+    payload = orjson.dumps(body)
+    head = (
+        f"HTTP/1.1 {error.code} {HTTPStatus(error.code).phrase}\r\n"
+        "Content-Type: application/json\r\n"
+        f"Content-Length: {len(payload)}\r\n"
+        "Connection: close\r\n\r\n"
+    )
+    return head.encode("ascii") + payload
+
+
+class BoundedChannel(http.HTTPChannel):
+    """Twisted's HTTP/1.1 channel with the limits and deadlines above, refusing with a Status.
+
+    Phases: ``headers`` (the request line and headers are due by a deadline), ``body`` (the body
+    is due by a deadline), ``busy`` (the application has the request: no deadline), ``idle``
+    (kept alive between requests: Twisted's idle timeout alone).
+    """
+
+    MAX_LENGTH = MAX_LINE_BYTES
+    # Twisted's own checks answer a bare 400; they sit above ours so that ours always answer.
+    totalHeadersSize = MAX_LINE_BYTES + MAX_HEADER_BYTES + 1
+    maxHeaders = MAX_HEADER_FIELDS + 1
+    max_body_bytes = 3 * 1024 * 1024  # the factory sets NODUS_MAX_BODY_BYTES
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._phase = "headers"
+        self._deadline: Any = None  # a twisted DelayedCall (its zope interface types badly)
+        self._refused = False
+        self._request_begun = False
+        self._awaiting_request_line = True
+        self._header_bytes = 0
+        self._header_fields = 0
+
+    # Twisted's callbacks, in the order a request meets them.
+
+    def connectionMade(self) -> None:
+        super().connectionMade()
+        self._expect_request(begun=False)
+
+    def dataReceived(self, data: bytes) -> None:
+        if self._refused:
+            return  # lingering: read and discard
+        if self._phase == "idle":
+            self._expect_request(begun=True)
+        elif self._phase == "headers":
+            self._request_begun = True
+        super().dataReceived(data)
+
+    def lineReceived(self, line: bytes) -> None:
+        if self._refused:
+            return
+        if self._awaiting_request_line:
+            # Blank lines before a request line are tolerated once by Twisted (IE's extra CRLF).
+            self._awaiting_request_line = not line
+        elif line:
+            self._header_bytes += len(line)
+            if line[:1] not in (b" ", b"\t"):  # a continuation line is not a new field
+                self._header_fields += 1
+            if self._header_bytes > MAX_HEADER_BYTES or self._header_fields > MAX_HEADER_FIELDS:
+                self.refuse(
+                    ApiError(
+                        "RequestHeaderFieldsTooLarge",
+                        f"the request's header fields are over the server's limit of "
+                        f"{MAX_HEADER_BYTES} bytes in {MAX_HEADER_FIELDS} fields",
+                    )
+                )
+                return
+        super().lineReceived(line)
+
+    def lineLengthExceeded(self, line: bytes) -> None:
+        if self._awaiting_request_line:
+            self.refuse(
+                ApiError(
+                    "RequestURITooLong",
+                    f"the request line is longer than the server's limit of {MAX_LINE_BYTES} bytes",
+                )
+            )
+        else:
+            self.refuse(
+                ApiError(
+                    "RequestHeaderFieldsTooLarge",
+                    f"a header field is longer than the server's limit of {MAX_LINE_BYTES} bytes",
+                )
+            )
+
+    def allHeadersReceived(self) -> None:
+        if self.length is not None and self.length > self.max_body_bytes:
+            self.refuse(too_large())  # before Twisted answers "100 Continue" or reads a byte
+            return
+        super().allHeadersReceived()
+        self._phase = "body"
+        self._arm(BODY_DEADLINE_SECONDS, self._body_overdue)
+
+    def rawDataReceived(self, data: bytes) -> None:
+        if not self._refused:
+            super().rawDataReceived(data)
+
+    def allContentReceived(self) -> None:
+        if self._refused:
+            return
+        self._phase = "busy"
+        self._disarm()
+        super().allContentReceived()
+
+    def requestDone(self, request: http.Request) -> None:
+        # Before Twisted replays pipelined bytes into dataReceived, which starts the next request.
+        self._phase = "idle"
+        super().requestDone(request)
+
+    def connectionLost(self, reason: Any = None) -> None:
+        self._disarm()
+        super().connectionLost(reason)
+
+    def _respondToBadRequestAndDisconnect(self) -> None:
+        self.refuse(ApiError("BadRequest", _UNPARSABLE))
+
+    # Ours.
+
+    def refuse(self, error: ApiError) -> None:
+        """Answers `error` as a Status, stops reading requests and closes after lingering."""
+        if self._refused:
+            return
+        self._refused = True
+        self._disarm()
+        self.setTimeout(None)  # the linger timer governs from here
+        transport: Any = self.transport
+        log.info("refused %s: %s %s", transport.getPeer(), error.code, error.message)
+        transport.write(status_bytes(error))
+        # Over TCP a half-close shows the client the end of the answer at once. Not over TLS:
+        # its wrapper would pass the half-close to the socket beneath, ahead of the encrypted
+        # answer it still holds.
+        if not self.isSecure() and hasattr(transport, "loseWriteConnection"):
+            transport.loseWriteConnection()
+        self._arm(LINGER_SECONDS, self._close)
+
+    def _expect_request(self, *, begun: bool) -> None:
+        self._phase = "headers"
+        self._request_begun = begun
+        self._awaiting_request_line = True
+        self._header_bytes = self._header_fields = 0
+        self._arm(HEADERS_DEADLINE_SECONDS, self._headers_overdue)
+
+    def _arm(self, seconds: float, then: Callable[[], None]) -> None:
+        self._disarm()
+        self._deadline = self.callLater(seconds, then)
+
+    def _disarm(self) -> None:
+        if self._deadline is not None and self._deadline.active():
+            self._deadline.cancel()
+        self._deadline = None
+
+    def _headers_overdue(self) -> None:
+        self._deadline = None
+        if not self._request_begun:
+            self._close()  # nothing was asked: closed quietly, like an idle connection
+            return
+        self.refuse(
+            ApiError(
+                "RequestTimeout",
+                f"the request line and headers did not arrive within {HEADERS_DEADLINE_SECONDS} s",
+            )
+        )
+
+    def _body_overdue(self) -> None:
+        self._deadline = None
+        self.refuse(
+            ApiError(
+                "RequestTimeout",
+                f"the request body did not arrive within {BODY_DEADLINE_SECONDS} s of its headers",
+            )
+        )
+
+    def _close(self) -> None:
+        self._deadline = None
+        self.loseConnection()
+        # A client that does not read cannot hold the connection: Twisted's own forced abort.
+        self._abortingCall = self.callLater(self.abortTimeout, self.forceAbortClient)
+
+
+class StatusRequest(WebRequest):  # type: ignore[misc]
+    """daphne's request, whose own answers (a bad header name, a path that is not ASCII, an
+    application that fails before it answers) are Status objects too, and whose chunked body
+    counts against the body limit as it arrives."""
+
+    _REASONS = {400: "BadRequest", 503: "ServiceUnavailable"}
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.body_bytes = 0
+        super().__init__(*args, **kwargs)
+
+    def handleContentChunk(self, data: bytes) -> None:
+        channel = cast(BoundedChannel, self.channel)
+        self.body_bytes += len(data)
+        if self.body_bytes > channel.max_body_bytes:
+            channel.refuse(too_large())
+            return
+        super().handleContentChunk(data)
+
+    def basic_error(self, status: int, _status_text: bytes, body: str) -> None:
+        error = ApiError(self._REASONS.get(status, "InternalError"), body)
+        status_body = error.status()
+        status_body["docs"] = f"/docs/errors/{error.reason}"
+        self.handle_reply(
+            {
+                "type": "http.response.start",
+                "status": error.code,
+                "headers": [(b"Content-Type", b"application/json")],
+            }
+        )
+        self.handle_reply({"type": "http.response.body", "body": orjson.dumps(status_body)})
+
+
+class BoundedHTTPFactory(HTTPFactory):  # type: ignore[misc]
+    """daphne's factory, building bounded channels that speak HTTP/1.1 only."""
+
+    protocol = BoundedChannel
+
+    def __init__(self, server: DaphneServer) -> None:
+        super().__init__(server)
+        self.timeOut = IDLE_TIMEOUT_SECONDS
+
+    def buildProtocol(self, addr: Any) -> BoundedChannel:
+        # Twisted's buildProtocol, not daphne's, which would put its own request class back.
+        channel = cast(BoundedChannel, http.HTTPFactory.buildProtocol(self, addr))
+        channel.requestFactory = StatusRequest
+        channel.max_body_bytes = settings.NODUS_MAX_BODY_BYTES
+        return channel
+
+    def acceptableProtocols(self) -> list[bytes]:
+        return [b"http/1.1"]
+
+
+class Server(DaphneServer):  # type: ignore[misc]
+    """daphne's server, every endpoint of which uses the bounded factory."""
+
+    @property
+    def http_factory(self) -> BoundedHTTPFactory:
+        return self._bounded_factory
+
+    @http_factory.setter
+    def http_factory(self, _daphnes: HTTPFactory) -> None:
+        # daphne's run() builds its own factory inline and listens with it; ours takes its place.
+        self._bounded_factory = BoundedHTTPFactory(self)
+
+
+class CommandLine(CommandLineInterface):  # type: ignore[misc]
+    """daphne's command line (the same options) with the bounded server."""
+
+    server_class = Server
+
+
+if __name__ == "__main__":
+    CommandLine.entrypoint()

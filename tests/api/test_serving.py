@@ -1,0 +1,276 @@
+"""The listeners' limits and deadlines, driven byte by byte on a fake clock.
+
+The channel is Twisted's own HTTP/1.1 parser with our bounds; here it runs over an in-memory
+transport and answers every request that gets through with 204, so each test sees exactly what
+the listener writes and when it closes. tests/security/test_limits.py runs the same attacks
+against a live server.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import orjson
+import pytest
+from twisted.internet.task import Clock
+from twisted.internet.testing import StringTransport
+from twisted.web import http
+
+from runtimes.api import serving
+from runtimes.api.listoptions import MAX_SELECTOR_BYTES
+from runtimes.api.serving import (
+    BODY_DEADLINE_SECONDS,
+    HEADERS_DEADLINE_SECONDS,
+    IDLE_TIMEOUT_SECONDS,
+    LINGER_SECONDS,
+    MAX_HEADER_BYTES,
+    MAX_HEADER_FIELDS,
+    MAX_LINE_BYTES,
+    BoundedChannel,
+    BoundedHTTPFactory,
+    StatusRequest,
+)
+from runtimes.apimachinery.metadata_rules import TOTAL_ANNOTATION_SIZE_LIMIT, TOTAL_LABEL_SIZE_LIMIT
+
+
+class _Answering(http.Request):
+    """Answers 204 as soon as the whole request is in."""
+
+    def process(self) -> None:
+        self.setResponseCode(204)
+        self.finish()
+
+
+class Connection:
+    def __init__(self, clock: Clock, max_body_bytes: int = 1024) -> None:
+        self.clock = clock
+        self.transport = StringTransport()
+        self.channel = BoundedChannel()
+        self.channel.callLater = clock.callLater  # type: ignore[method-assign]
+        self.channel.timeOut = IDLE_TIMEOUT_SECONDS
+        self.channel.requestFactory = _Answering
+        self.channel.max_body_bytes = max_body_bytes
+        self.channel.makeConnection(self.transport)
+
+    def send(self, data: bytes) -> None:
+        self.channel.dataReceived(data)
+
+    def written(self) -> bytes:
+        return self.transport.value()
+
+    def status(self) -> tuple[int, dict[str, Any]]:
+        """The one Status the listener answered with."""
+        head, _, body = self.written().partition(b"\r\n\r\n")
+        code = int(head.split(b" ", 2)[1])
+        assert b"Content-Type: application/json" in head
+        assert b"Connection: close" in head
+        assert int(re.search(rb"Content-Length: (\d+)", head)[1]) == len(body)  # type: ignore[index]
+        return code, orjson.loads(body)
+
+    @property
+    def closed(self) -> bool:
+        return bool(self.transport.disconnecting)
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def connection(clock: Clock) -> Connection:
+    return Connection(clock)
+
+
+def request(*headers: bytes, target: bytes = b"/livez") -> bytes:
+    return b"GET " + target + b" HTTP/1.1\r\nHost: x\r\n" + b"".join(h + b"\r\n" for h in headers)
+
+
+def test_it_answers_a_request_within_the_limits(connection: Connection) -> None:
+    query = b"/apis?labelSelector=" + b"a" * (MAX_LINE_BYTES - 40)
+    fields = [b"X-F%03d: " % i + b"v" * 300 for i in range(MAX_HEADER_FIELDS - 1)]
+    connection.send(request(*fields, target=query) + b"\r\n")
+    assert connection.written().startswith(b"HTTP/1.1 204 ")
+    assert not connection.closed
+
+
+def test_it_answers_414_to_a_request_line_over_16_kib(connection: Connection) -> None:
+    # Twisted alone dropped such a connection without a word (its line limit).
+    connection.send(b"GET /apis?labelSelector=" + b"a" * 128_000)
+    code, status = connection.status()
+    assert code == 414
+    assert (status["kind"], status["reason"], status["code"]) == (
+        "Status",
+        "RequestURITooLong",
+        414,
+    )
+    assert status["message"] == "the request line is longer than the server's limit of 16384 bytes"
+    assert status["fix"]
+    assert status["docs"] == "/docs/errors/RequestURITooLong"
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        (
+            [b"X-Big: " + b"a" * MAX_LINE_BYTES],
+            "a header field is longer than the server's limit of 16384 bytes",
+        ),
+        (
+            [b"X-F%03d: " % i + b"v" * 1000 for i in range(40)],
+            "the request's header fields are over the server's limit of 32768 bytes in 100 fields",
+        ),
+        (
+            [b"X-F%03d: v" % i for i in range(MAX_HEADER_FIELDS)],
+            "the request's header fields are over the server's limit of 32768 bytes in 100 fields",
+        ),
+    ],
+    ids=["one field", "total bytes", "field count"],
+)
+def test_it_answers_431_to_headers_over_the_limits(
+    connection: Connection, fields: list[bytes], message: str
+) -> None:
+    connection.send(request(*fields) + b"\r\n")  # Host makes the 101st field in the third case
+    code, status = connection.status()
+    assert (code, status["reason"], status["message"]) == (
+        431,
+        "RequestHeaderFieldsTooLarge",
+        message,
+    )
+
+
+def test_it_answers_a_status_where_twisted_answered_a_bare_400(connection: Connection) -> None:
+    connection.send(b"NONSENSE\r\n\r\n")
+    code, status = connection.status()
+    assert (code, status["reason"]) == (400, "BadRequest")
+    assert status["message"].startswith("the request is not valid HTTP/1.1")
+
+
+def test_it_refuses_a_declared_body_over_the_limit_before_reading_it(
+    connection: Connection,
+) -> None:
+    connection.send(
+        b"POST /apis HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 1025\r\n\r\n"
+    )
+    assert b"100 Continue" not in connection.written()
+    code, status = connection.status()
+    assert (code, status["reason"]) == (413, "RequestEntityTooLarge")
+
+
+def test_it_lingers_after_a_refusal_then_closes(connection: Connection, clock: Clock) -> None:
+    connection.send(b"GET /" + b"a" * (MAX_LINE_BYTES + 10))
+    answered = connection.written()
+    assert not connection.closed  # still reading, so the client sees the Status, not a reset
+    connection.send(b"a" * 100_000 + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert connection.written() == answered  # discarded
+    clock.advance(LINGER_SECONDS)
+    assert connection.closed
+
+
+def test_it_cuts_off_headers_sent_a_byte_at_a_time(connection: Connection, clock: Clock) -> None:
+    # Each byte resets Twisted's idle timer; the headers deadline runs from the first moment.
+    sent = 0.0
+    for byte in request(*[b"X-Slow: " + b"z" * 100] * 3):
+        connection.send(bytes([byte]))
+        clock.advance(0.5)
+        sent += 0.5
+        if connection.written():
+            break
+    assert sent == HEADERS_DEADLINE_SECONDS
+    code, status = connection.status()
+    assert (code, status["reason"]) == (408, "RequestTimeout")
+    assert status["message"] == "the request line and headers did not arrive within 10 s"
+    clock.advance(LINGER_SECONDS)
+    assert connection.closed
+
+
+def test_it_closes_a_silent_connection_quietly(connection: Connection, clock: Clock) -> None:
+    clock.advance(HEADERS_DEADLINE_SECONDS - 0.1)
+    assert not connection.closed
+    clock.advance(0.1)
+    assert connection.closed
+    assert connection.written() == b""
+
+
+def test_it_cuts_off_a_body_that_does_not_arrive(connection: Connection, clock: Clock) -> None:
+    connection.send(b"POST /apis HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n01234")
+    clock.advance(HEADERS_DEADLINE_SECONDS * 2)  # the headers deadline no longer applies
+    assert connection.written() == b""
+    clock.advance(BODY_DEADLINE_SECONDS - HEADERS_DEADLINE_SECONDS * 2)
+    code, status = connection.status()
+    assert (code, status["reason"]) == (408, "RequestTimeout")
+    assert status["message"] == "the request body did not arrive within 60 s of its headers"
+
+
+def test_it_keeps_a_connection_alive_for_90_idle_seconds(
+    connection: Connection, clock: Clock
+) -> None:
+    connection.send(request() + b"\r\n")
+    assert connection.written().startswith(b"HTTP/1.1 204 ")
+    clock.advance(IDLE_TIMEOUT_SECONDS - 1)
+    assert not connection.closed  # no headers deadline between requests
+    clock.advance(1)
+    assert connection.closed
+
+
+def test_it_times_the_next_request_on_a_kept_alive_connection_from_its_first_byte(
+    connection: Connection, clock: Clock
+) -> None:
+    connection.send(request() + b"\r\n")
+    clock.advance(30)
+    connection.send(b"GET /livez HTTP/1.1\r\n")
+    clock.advance(HEADERS_DEADLINE_SECONDS - 1)
+    connection.send(b"Host: x\r\n")
+    assert connection.written().count(b"HTTP/1.1 ") == 1
+    clock.advance(1)
+    code = int(connection.written().split(b"\r\n\r\n")[1].split(b" ", 2)[1])
+    assert code == 408
+
+
+def test_it_answers_pipelined_requests_in_turn(connection: Connection) -> None:
+    connection.send((request() + b"\r\n") * 3)
+    assert connection.written().count(b"HTTP/1.1 204 ") == 3
+    assert not connection.closed
+
+
+def test_its_factory_builds_bounded_http_1_1_channels(settings: Any) -> None:
+    settings.NODUS_MAX_BODY_BYTES = 12345
+    factory = BoundedHTTPFactory(server=None)
+    channel = factory.buildProtocol(None)
+    assert isinstance(channel, BoundedChannel)
+    assert channel.requestFactory is StatusRequest
+    assert channel.max_body_bytes == 12345
+    assert channel.timeOut == IDLE_TIMEOUT_SECONDS
+    assert factory.acceptableProtocols() == [b"http/1.1"]
+
+
+def test_its_server_listens_with_the_bounded_factory() -> None:
+    server = serving.Server(application=None, endpoints=["tcp:0"])
+    server.http_factory = object()  # what daphne's run() assigns
+    assert isinstance(server.http_factory, BoundedHTTPFactory)
+
+
+def test_the_limits_table_states_the_values_enforced() -> None:
+    rows = {
+        line.split("|")[1].strip(): line.split("|")[2].strip()
+        for line in (serving.__doc__ or "").splitlines()
+        if line.startswith("| ") and not line.startswith("| Limit")
+    }
+    kib = 1024
+    assert rows == {
+        "request line (method, path, query)": f"{MAX_LINE_BYTES // kib} KiB",
+        "one header field": f"{MAX_LINE_BYTES // kib} KiB",
+        "all header fields": f"{MAX_HEADER_BYTES // kib} KiB",
+        "number of header fields": str(MAX_HEADER_FIELDS),
+        "request body": "3 MiB",
+        "request line and headers": f"{HEADERS_DEADLINE_SECONDS} s",
+        "request body, after the headers": f"{BODY_DEADLINE_SECONDS} s",
+        "idle kept-alive connection": f"{IDLE_TIMEOUT_SECONDS} s",
+        "labelSelector, fieldSelector": f"{MAX_SELECTOR_BYTES // kib} KiB each",
+        "metadata.annotations, in total": f"{TOTAL_ANNOTATION_SIZE_LIMIT // kib} KiB",
+        "metadata.labels, in total": f"{TOTAL_LABEL_SIZE_LIMIT // kib} KiB",
+    }
+    from django.conf import settings
+
+    assert 3 * kib * kib == settings.NODUS_MAX_BODY_BYTES
