@@ -5,7 +5,10 @@ phase: True → Ready (reason ``SignatureVerified`` for managed runtimes, whose 
 required; ``DigestResolved`` for the others), False → Failed with the typed error's name as
 reason, Unknown → Pending while the registry is away (``Transient``: retried with backoff, never
 Failed). Writes go through the status subresource only, and only when something changed;
-``lastTransitionTime`` moves only when the condition's status does.
+``lastTransitionTime`` moves only when the condition's status does. Each write is made as the
+controller's service account (``accounts.serviceaccounts``) and checked as the API checks a
+client's PATCH of ``/status`` (``registry.authorization.check``): a revoked token or a
+deactivated account stops the controller's writes as it would any client's.
 
 The key fingerprint of a verified signature lives in the Verified condition's message
 (``... signed by trusted key sha256:<hex>``): the contract's status has no field of its own for it.
@@ -19,6 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from runtimes.accounts.access import MANAGED_PROJECT
+from runtimes.accounts.serviceaccounts import ServiceAccount
 from runtimes.apimachinery import errors
 from runtimes.apimachinery.meta import Obj
 from runtimes.apimachinery.objectmeta import now_timestamp
@@ -27,6 +31,7 @@ from runtimes.controller.oci.errors import ImageError, Transient
 from runtimes.controller.oci.reference import parse_reference
 from runtimes.controller.oci.sources import ImageSources
 from runtimes.controller.signing.cosign import TrustedKey
+from runtimes.registry import authorization
 from runtimes.registry.kinds import lookup
 from runtimes.registry.resources import ResourceType
 from runtimes.storage import store
@@ -40,6 +45,8 @@ RECONCILE_ERROR = "ReconcileError"
 PHASE_FOR = {"True": "Ready", "False": "Failed", "Unknown": "Pending"}
 MAX_MESSAGE = 4096
 KIND = "trainingruntimes"
+# What a status write asks of its writer: the same declaration as the API's PATCH of /status.
+WRITE_STATUS = authorization.role("patch", subresource="status")
 
 
 @dataclass(frozen=True)
@@ -176,10 +183,12 @@ class Reconciler:
         sources: ImageSources,
         trusted_keys: Callable[[], Sequence[TrustedKey]],
         clock: Callable[[], str] = now_timestamp,
+        account: ServiceAccount | None = None,
     ) -> None:
         self.sources = sources
         self.trusted_keys = trusted_keys
         self.clock = clock
+        self.account = account or ServiceAccount()
         self._verdicts: dict[tuple[str, str], tuple[tuple[str, int, str], Verdict]] = {}
 
     def forget(self, namespace: str, name: str) -> None:
@@ -225,6 +234,9 @@ class Reconciler:
                 current["status"] = desired_status(current, verdict, self.clock())
             return current
 
+        authorization.check(
+            self.account.user(), WRITE_STATUS, "PATCH", meta["namespace"], meta["name"], rt
+        )
         try:
             result = store.mutate(rt, meta["namespace"], meta["name"], change, subresource="status")
         except errors.ApiError as exc:
