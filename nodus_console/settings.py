@@ -221,13 +221,3 @@ NODUS_REGISTRY_CREDENTIALS = os.environ.get("NODUS_REGISTRY_CREDENTIALS", "")
 NODUS_TRUSTED_KEYS = os.environ.get("NODUS_TRUSTED_KEYS", str(DATA_DIR / "keys" / "cosign.pub"))
 NODUS_IMAGE_LAYOUT = os.environ.get("NODUS_IMAGE_LAYOUT", str(DATA_DIR / "oci-layout"))
 NODUS_CONTROLLER_RESYNC_SECONDS = float(os.environ.get("NODUS_CONTROLLER_RESYNC_SECONDS", 300))
-# Bounded controller work (runtimes.controller.loop): reconciles at once, the share of one core
-# they may use together, and the per-runtime backoff on registry trouble (1 s doubling to 5 min,
-# each delay shortened by up to a random quarter).
-NODUS_CONTROLLER_WORKERS = int(os.environ.get("NODUS_CONTROLLER_WORKERS", 2))
-NODUS_CONTROLLER_CPU_SHARE = float(os.environ.get("NODUS_CONTROLLER_CPU_SHARE", 0.25))
-NODUS_CONTROLLER_BACKOFF_SECONDS = float(os.environ.get("NODUS_CONTROLLER_BACKOFF_SECONDS", 1))
-NODUS_CONTROLLER_BACKOFF_MAX_SECONDS = float(
-    os.environ.get("NODUS_CONTROLLER_BACKOFF_MAX_SECONDS", 300)
-)
-NODUS_CONTROLLER_BACKOFF_JITTER = float(os.environ.get("NODUS_CONTROLLER_BACKOFF_JITTER", 0.25))

@@ -8,20 +8,6 @@ contract holds that line). Worker threads take keys from the queue: per-key dedu
 exponential backoff for transient trouble. Starting up lists every runtime, so whatever a
 previous controller left half done is finished.
 
-Bounded work, so a backlog never crowds out the API it shares a process with:
-
-- ``workers`` (``NODUS_CONTROLLER_WORKERS``, default 2) reconciles at once, each on its own
-  thread with its own database connection, never a request thread's;
-- transient trouble (a registry that is down) is retried per runtime after 1, 2, 4 ... seconds
-  up to 5 minutes (``NODUS_CONTROLLER_BACKOFF_SECONDS``, ``..._BACKOFF_MAX_SECONDS``), each
-  delay shortened by a random quarter at most (``..._BACKOFF_JITTER``), so runtimes that failed
-  together do not come back together;
-- the echo of our own status write (a change that leaves uid, generation and image alone)
-  does not bring back a runtime that is already held or waiting out its backoff;
-- the workers together use at most ``cpu_share`` of one core (``NODUS_CONTROLLER_CPU_SHARE``,
-  default 0.25; ``runtimes.controller.pacing``), resting after each reconcile in proportion to
-  the CPU it used.
-
 ``start_in_process()`` runs it as a daemon thread beside the web server (the embedded default);
 ``manage.py runcontroller`` runs it alone, one leader at a time (``leader``).
 """
@@ -39,8 +25,7 @@ from runtimes.apimachinery.meta import Obj
 from runtimes.controller import settings as controller_settings
 from runtimes.controller.leader import lead, lock_for
 from runtimes.controller.oci.sources import ImageSources
-from runtimes.controller.pacing import CpuPacer
-from runtimes.controller.reconcile import Outcome, Reconciler, identity, runtime_type
+from runtimes.controller.reconcile import Outcome, Reconciler, runtime_type
 from runtimes.controller.settings import ControllerSettings, TrustedKeys
 from runtimes.controller.workqueue import WorkQueue
 from runtimes.storage import store
@@ -75,17 +60,15 @@ class Controller:
         config: ControllerSettings | None = None,
         *,
         reconciler: Reconciler | None = None,
-        workers: int | None = None,
+        workers: int = 2,
     ) -> None:
         self.config = config or controller_settings.from_django()
         self.sources = ImageSources(self.config.layout_root, self.config.registry)
         self.keys = TrustedKeys(self.config.trusted_key_paths)
         self.reconciler = reconciler or Reconciler(self.sources, self.keys.current)
-        self.workers = max(1, workers or self.config.workers)
+        self.workers = workers
         self.queue: WorkQueue[Key] = WorkQueue(
-            backoff_base=self.config.backoff_base,
-            backoff_max=self.config.backoff_max,
-            jitter=self.config.backoff_jitter,
+            backoff_base=self.config.backoff_base, backoff_max=self.config.backoff_max
         )
         self.informer = Informer(
             runtime_type(),
@@ -93,7 +76,6 @@ class Controller:
             resync_seconds=self.config.resync_seconds,
         )
         self.idle = threading.Event()  # set whenever the queue has drained (tests wait on it)
-        self._stopping = threading.Event()  # ends a worker's rest at once
 
     # -- one pass, no threads (tests, `runcontroller --once`) -----------------------------------
 
@@ -127,7 +109,6 @@ class Controller:
                 thread.start()
             stop.wait()
         finally:
-            self._stopping.set()
             self.informer.close()
             self.queue.shut_down()
             for thread in threads:
@@ -147,11 +128,6 @@ class Controller:
             # A resync (or a re-list of an unchanged runtime): inspect afresh, so a signature
             # or an image removed since the last verdict is noticed.
             self.reconciler.forget(*key)
-        elif identity(old) == identity(new) and self.queue.pending(key):
-            # Status or labels moved (mostly our own status write coming back), nothing a
-            # verdict depends on, and the key will be looked at anyway: by the worker holding
-            # it, or when its backoff ends. Adding it now would skip that backoff.
-            return
         self.queue.add(key)
 
     def _deleted(self, obj: Obj) -> None:
@@ -162,7 +138,6 @@ class Controller:
 
     def _work(self) -> None:
         keeper = ConnectionKeeper()
-        pacer = CpuPacer(min(1.0, self.config.cpu_share / self.workers))
         failed = False
         try:
             while True:
@@ -174,7 +149,6 @@ class Controller:
                         self.idle.set()
                     continue
                 self.idle.clear()
-                started = pacer.start()
                 try:
                     keeper.refresh(failed=failed)
                     failed = False
@@ -192,8 +166,6 @@ class Controller:
                     log.exception("%s/%s: reconcile failed; retrying in %.1fs", *key, delay)
                 finally:
                     self.queue.done(key)
-                    pacer.worked(started)
-                pacer.rest(self._stopping)
         finally:
             connection.close()
 
@@ -202,7 +174,7 @@ def run_with_leader_election(
     stop: threading.Event,
     *,
     config: ControllerSettings | None = None,
-    workers: int | None = None,
+    workers: int = 2,
     on_change: Callable[[bool], None] | None = None,
 ) -> None:
     """Waits for the leader lock, runs a controller while holding it, until ``stop``."""

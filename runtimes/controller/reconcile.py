@@ -5,10 +5,7 @@ phase: True → Ready (reason ``SignatureVerified`` for managed runtimes, whose 
 required; ``DigestResolved`` for the others), False → Failed with the typed error's name as
 reason, Unknown → Pending while the registry is away (``Transient``: retried with backoff, never
 Failed). Writes go through the status subresource only, and only when something changed;
-``lastTransitionTime`` moves only when the condition's status does. Each write is made as the
-controller's service account (``accounts.serviceaccounts``) and checked as the API checks a
-client's PATCH of ``/status`` (``registry.authorization.check``): a revoked token or a
-deactivated account stops the controller's writes as it would any client's.
+``lastTransitionTime`` moves only when the condition's status does.
 
 The key fingerprint of a verified signature lives in the Verified condition's message
 (``... signed by trusted key sha256:<hex>``): the contract's status has no field of its own for it.
@@ -22,7 +19,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from runtimes.accounts.access import MANAGED_PROJECT
-from runtimes.accounts.serviceaccounts import ServiceAccount
 from runtimes.apimachinery import errors
 from runtimes.apimachinery.meta import Obj
 from runtimes.apimachinery.objectmeta import now_timestamp
@@ -31,7 +27,6 @@ from runtimes.controller.oci.errors import ImageError, Transient
 from runtimes.controller.oci.reference import parse_reference
 from runtimes.controller.oci.sources import ImageSources
 from runtimes.controller.signing.cosign import TrustedKey
-from runtimes.registry import authorization
 from runtimes.registry.kinds import lookup
 from runtimes.registry.resources import ResourceType
 from runtimes.storage import store
@@ -45,8 +40,6 @@ RECONCILE_ERROR = "ReconcileError"
 PHASE_FOR = {"True": "Ready", "False": "Failed", "Unknown": "Pending"}
 MAX_MESSAGE = 4096
 KIND = "trainingruntimes"
-# What a status write asks of its writer: the same declaration as the API's PATCH of /status.
-WRITE_STATUS = authorization.role("patch", subresource="status")
 
 
 @dataclass(frozen=True)
@@ -159,9 +152,7 @@ def desired_status(obj: Obj, verdict: Verdict, now: str) -> Obj:
     return status
 
 
-def identity(obj: Obj) -> tuple[str, int, str]:
-    """What a verdict depends on: uid, generation and image. A change that leaves it alone
-    (status, labels) needs no new inspection."""
+def _identity(obj: Obj) -> tuple[str, int, str]:
     meta = obj.get("metadata", {})
     image = (obj.get("spec") or {}).get("image")
     return str(meta.get("uid", "")), int(meta.get("generation", 0)), str(image or "")
@@ -183,12 +174,10 @@ class Reconciler:
         sources: ImageSources,
         trusted_keys: Callable[[], Sequence[TrustedKey]],
         clock: Callable[[], str] = now_timestamp,
-        account: ServiceAccount | None = None,
     ) -> None:
         self.sources = sources
         self.trusted_keys = trusted_keys
         self.clock = clock
-        self.account = account or ServiceAccount()
         self._verdicts: dict[tuple[str, str], tuple[tuple[str, int, str], Verdict]] = {}
 
     def forget(self, namespace: str, name: str) -> None:
@@ -207,20 +196,20 @@ class Reconciler:
                 raise
             self.forget(namespace, name)
             return Outcome(None)
-        inspected = identity(obj)
+        identity = _identity(obj)
         cached = self._verdicts.get(key)
-        if not fresh and cached is not None and cached[0] == inspected:
+        if not fresh and cached is not None and cached[0] == identity:
             verdict = cached[1]
         else:
             verdict = judge(obj, self.sources, self.trusted_keys())
             if verdict.transient:
                 self._verdicts.pop(key, None)
             else:
-                self._verdicts[key] = (inspected, verdict)
-        return self.write_status(rt, obj, inspected, verdict)
+                self._verdicts[key] = (identity, verdict)
+        return self.write_status(rt, obj, identity, verdict)
 
     def write_status(
-        self, rt: ResourceType, obj: Obj, inspected: tuple[str, int, str], verdict: Verdict
+        self, rt: ResourceType, obj: Obj, identity: tuple[str, int, str], verdict: Verdict
     ) -> Outcome:
         meta = obj["metadata"]
         if desired_status(obj, verdict, self.clock()) == obj.get("status"):
@@ -229,14 +218,11 @@ class Reconciler:
 
         def change(current: Obj) -> Obj:
             nonlocal stale
-            stale = identity(current) != inspected
+            stale = _identity(current) != identity
             if not stale:
                 current["status"] = desired_status(current, verdict, self.clock())
             return current
 
-        authorization.check(
-            self.account.user(), WRITE_STATUS, "PATCH", meta["namespace"], meta["name"], rt
-        )
         try:
             result = store.mutate(rt, meta["namespace"], meta["name"], change, subresource="status")
         except errors.ApiError as exc:
@@ -249,7 +235,7 @@ class Reconciler:
                 "%s/%s generation %s: %s %s",
                 meta["namespace"],
                 meta["name"],
-                inspected[1],
+                identity[1],
                 PHASE_FOR[verdict.status],
                 verdict.reason,
             )

@@ -33,18 +33,7 @@ class ControllerSettings:
     # before it retries after database trouble (the hub reads the log and polls it itself).
     poll_seconds: float = 1.0
     backoff_base: float = 1.0  # first retry after transient trouble, doubled each time
-    backoff_max: float = 300.0  # 5 minutes, as the longest a runtime waits between tries
-    # Each retry delay is shortened by a random fraction of up to this: 2,000 runtimes that
-    # failed together come back spread over a quarter of the delay, not in one burst.
-    backoff_jitter: float = 0.25
-    # Reconciles run at once. Two keep a registry timeout from stalling everything while
-    # bounding the threads (and database connections) the controller takes from the process.
-    workers: int = 2
-    # The share of one core the workers may use together: after a reconcile that used t s of
-    # CPU, its worker rests t * (workers / cpu_share - 1). The embedded controller shares the
-    # interpreter lock with the request threads; 0.25 keeps a backlog of thousands of runtimes
-    # from stretching API latency. 1.0 turns the pacing off.
-    cpu_share: float = 0.25
+    backoff_max: float = 300.0
     leader_retry_seconds: float = 1.0  # how often a standby tries to take the lock
     lock_path: Path = field(default_factory=lambda: Path("controller.lock"))
 
@@ -131,8 +120,5 @@ def from_django() -> ControllerSettings:
         poll_seconds=float(getattr(settings, "NODUS_CONTROLLER_POLL_SECONDS", 1.0)),
         backoff_base=float(getattr(settings, "NODUS_CONTROLLER_BACKOFF_SECONDS", 1.0)),
         backoff_max=float(getattr(settings, "NODUS_CONTROLLER_BACKOFF_MAX_SECONDS", 300)),
-        backoff_jitter=float(getattr(settings, "NODUS_CONTROLLER_BACKOFF_JITTER", 0.25)),
-        workers=int(getattr(settings, "NODUS_CONTROLLER_WORKERS", 2)),
-        cpu_share=float(getattr(settings, "NODUS_CONTROLLER_CPU_SHARE", 0.25)),
         lock_path=data_dir / "controller.lock",
     )

@@ -2,17 +2,13 @@
 
 A key is in the queue at most once; a key added while a worker holds it is queued again when
 that worker calls ``done``, so no change is lost and no key is worked on twice at once. Keys
-that keep failing transiently come back after ``base · 2^n`` seconds, capped at ``maximum``,
-shortened by a random fraction of up to ``jitter`` (0.25: a delay lands in [0.75·d, d]). The
-jitter matters when many keys fail together (2,000 runtimes whose registry is down): without
-it they would all come back in the same instant, every time, up to the cap and beyond.
+that keep failing transiently come back after ``base · 2^n`` seconds, capped at ``maximum``.
 """
 
 from __future__ import annotations
 
 import heapq
 import itertools
-import random
 import threading
 import time
 from collections.abc import Callable, Hashable
@@ -24,17 +20,11 @@ class WorkQueue[K: Hashable]:
         *,
         backoff_base: float = 1.0,
         backoff_max: float = 300.0,
-        jitter: float = 0.0,
         clock: Callable[[], float] = time.monotonic,
-        rand: Callable[[], float] = random.random,
     ) -> None:
-        if not 0.0 <= jitter < 1.0:
-            raise ValueError(f"jitter must be in [0, 1), not {jitter}")
         self.backoff_base = backoff_base
         self.backoff_max = backoff_max
-        self.jitter = jitter
         self.clock = clock
-        self.rand = rand
         self._ready: list[K] = []  # FIFO of keys due now
         self._queued: set[K] = set()  # in _ready
         self._processing: set[K] = set()
@@ -76,16 +66,11 @@ class WorkQueue[K: Hashable]:
             self._cond.notify()
 
     def add_rate_limited(self, key: K, at_least: float | None = None) -> float:
-        """Requeues ``key`` after its next backoff step; returns the delay chosen.
-
-        ``at_least`` (a registry's Retry-After) lengthens the delay, never past the cap.
-        """
+        """Requeues ``key`` after its next backoff step; returns the delay chosen."""
         with self._cond:
             failures = self._failures.get(key, 0)
             self._failures[key] = failures + 1
-        # 2**failures overflows a float after about a thousand failures: cap the exponent.
-        delay = min(self.backoff_base * (2 ** min(failures, 64)), self.backoff_max)
-        delay *= 1.0 - self.jitter * self.rand()
+        delay = min(self.backoff_base * (2**failures), self.backoff_max)
         if at_least is not None:
             delay = max(delay, min(at_least, self.backoff_max))
         self.add_after(key, delay)
@@ -95,12 +80,6 @@ class WorkQueue[K: Hashable]:
         """Clears ``key``'s backoff: it succeeded (or is gone)."""
         with self._cond:
             self._failures.pop(key, None)
-
-    def pending(self, key: K) -> bool:
-        """Whether ``key`` is held by a worker or coming back after a delay: either way it will
-        be looked at again without another ``add``."""
-        with self._cond:
-            return key in self._processing or key in self._due
 
     def failures(self, key: K) -> int:
         with self._cond:

@@ -70,29 +70,3 @@ def test_it_wakes_a_waiting_worker_and_stops_on_shut_down() -> None:
     assert got == ["x", None]
     queue.add("y")
     assert queue.get(0) is None
-
-
-def test_it_shortens_each_backoff_by_a_random_fraction_up_to_the_jitter() -> None:
-    draws = iter([0.0, 1.0, 0.5, 1.0])
-    queue: WorkQueue[str] = WorkQueue(
-        backoff_base=1.0, backoff_max=8.0, jitter=0.25, rand=lambda: next(draws)
-    )
-
-    delays = [queue.add_rate_limited("k") for _ in range(4)]
-    # 1, 2, 4, 8 seconds, each shortened by 0 to 25%: the cap is never passed.
-    assert delays == [1.0, 1.5, 3.5, 6.0]
-
-
-def test_it_says_whether_a_key_is_held_or_waiting_out_a_delay() -> None:
-    queue: WorkQueue[str] = WorkQueue(backoff_base=60.0)
-    queue.add("held")
-    queue.add("queued")
-    assert queue.get(0) == "held"
-    queue.add_rate_limited("backing-off")
-
-    assert queue.pending("held")
-    assert queue.pending("backing-off")
-    assert not queue.pending("queued")  # due now: an add would change nothing, but not held
-    assert not queue.pending("unknown")
-    queue.done("held")
-    assert not queue.pending("held")

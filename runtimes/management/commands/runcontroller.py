@@ -22,12 +22,7 @@ class Command(BaseCommand):
     help = "Run the TrainingRuntime controller (one leader at a time; SIGTERM stops it)."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument(
-            "--workers",
-            type=int,
-            default=None,
-            help="reconciles run at once (default: NODUS_CONTROLLER_WORKERS, 2)",
-        )
+        parser.add_argument("--workers", type=int, default=2, help="reconciles run at once")
         parser.add_argument(
             "--once",
             action="store_true",
