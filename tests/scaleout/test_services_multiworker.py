@@ -105,6 +105,10 @@ def _environment(database_url: str, redis_url: str, data_dir: Path) -> dict[str,
         NODUS_DATA_DIR=str(data_dir),
         NODUS_EMBEDDED_CONTROLLER="0",
         NODUS_LOG_LEVEL="WARNING",
+        # One token stands for many writers here: the test is about ordering across workers,
+        # so the per-client seat pools (tests/security/test_overload.py) stay out of its way.
+        NODUS_MAX_OTHERS_PER_CLIENT="0",
+        NODUS_MAX_LISTS_PER_CLIENT="0",
         DJANGO_SETTINGS_MODULE="nodus_console.settings",
         PYTHONUNBUFFERED="1",
     )
