@@ -25,6 +25,7 @@ from rest_framework.response import Response
 from runtimes.api import media
 from runtimes.api.base import KubeView, respond
 from runtimes.api.compile_view import CompileView
+from runtimes.api.groups import api_group_document
 from runtimes.api.objects import CollectionView, ItemView, StatusView
 from runtimes.apimachinery import errors, protowire
 from runtimes.registry import authorization
@@ -88,18 +89,8 @@ class ProtobufReviewParser(parsers.BaseParser):
             raise exceptions.ParseError(f"invalid protobuf: {exc}") from exc
 
 
-def _group_version() -> dict[str, str]:
-    return {"groupVersion": API_VERSION, "version": VERSION}
-
-
 def api_group() -> dict[str, Any]:
-    return {
-        "kind": "APIGroup",
-        "apiVersion": "v1",
-        "name": GROUP,
-        "versions": [_group_version()],
-        "preferredVersion": _group_version(),
-    }
+    return api_group_document(GROUP, VERSION)
 
 
 def api_resource_list() -> dict[str, Any]:

@@ -18,6 +18,7 @@ from rest_framework.response import Response
 
 from runtimes.api import access_review, media
 from runtimes.api.base import KubeView, respond
+from runtimes.api.groups import api_group_document
 from runtimes.apimachinery import errors
 from runtimes.apimachinery.meta import API_VERSION, GROUP, VERSION
 from runtimes.registry import authorization
@@ -71,18 +72,8 @@ def api_resource_list() -> dict[str, Any]:
     }
 
 
-def _group_version() -> dict[str, str]:
-    return {"groupVersion": API_VERSION, "version": VERSION}
-
-
 def api_group() -> dict[str, Any]:
-    return {
-        "kind": "APIGroup",
-        "apiVersion": "v1",
-        "name": GROUP,
-        "versions": [_group_version()],
-        "preferredVersion": _group_version(),
-    }
+    return api_group_document(GROUP, VERSION)
 
 
 def aggregated(core: bool) -> dict[str, Any]:
