@@ -29,7 +29,7 @@ import httpx
 import orjson
 
 from benchmarks.harness import Bench, Comparison, Timings, case
-from benchmarks.server import free_port
+from benchmarks.server import free_port, spawn, stop, wait_for_livez
 
 ROOT = Path(__file__).resolve().parent.parent
 GV = "/apis/nodus.dev/v1beta1"
@@ -98,39 +98,13 @@ def _environment(data_dir: Path, registry: str, controller: bool) -> dict[str, s
 def serving(data_dir: Path, registry: str, controller: bool) -> Iterator[str]:
     port = free_port()
     log = data_dir / f"daphne-{'controller' if controller else 'idle'}.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [
-                *(sys.executable, "manage.py", "serve", "--no-seed", "--port", str(port)),
-                *("--tls-port", str(free_port())),
-            ],
-            cwd=ROOT,
-            env=_environment(data_dir, registry, controller),
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
+    process = spawn(port, free_port(), log, _environment(data_dir, registry, controller))
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            if process.poll() is not None:
-                raise RuntimeError(f"serve exited: {log.read_text()[-2000:]}")
-            try:
-                if httpx.get(f"{url}/livez", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"serve did not answer within 60 s: see {log}")
-            time.sleep(0.1)
+        wait_for_livez(url, process, log)
         yield url
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
+        stop(process, seconds=15)
 
 
 def probe(url: str, token: str, seconds: float, registry: str, tag: str) -> dict[str, list[float]]:
