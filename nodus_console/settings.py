@@ -286,6 +286,9 @@ LOGGING = {
 # layout that `manage.py seed` fills. Trusted keys default to the key pair the seed generates.
 NODUS_REGISTRY_ALLOW = os.environ.get("NODUS_REGISTRY_ALLOW", "")
 NODUS_REGISTRY_CREDENTIALS = os.environ.get("NODUS_REGISTRY_CREDENTIALS", "")
+# Seconds one registry request may take (connect and each read); past it, a transient error
+# that the controller retries with backoff.
+NODUS_REGISTRY_TIMEOUT = float(os.environ.get("NODUS_REGISTRY_TIMEOUT", 10))
 NODUS_TRUSTED_KEYS = os.environ.get("NODUS_TRUSTED_KEYS", str(DATA_DIR / "keys" / "cosign.pub"))
 NODUS_IMAGE_LAYOUT = os.environ.get("NODUS_IMAGE_LAYOUT", str(DATA_DIR / "oci-layout"))
 NODUS_CONTROLLER_RESYNC_SECONDS = float(os.environ.get("NODUS_CONTROLLER_RESYNC_SECONDS", 300))

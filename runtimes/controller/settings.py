@@ -123,7 +123,7 @@ def from_django() -> ControllerSettings:
         registry=RegistrySettings(
             allowed_registries=frozenset(allowed),
             credentials=load_credentials(getattr(settings, "NODUS_REGISTRY_CREDENTIALS", "")),
-            timeout=float(getattr(settings, "NODUS_REGISTRY_TIMEOUT", 10.0)),
+            timeout=float(settings.NODUS_REGISTRY_TIMEOUT),
         ),
         layout_root=Path(getattr(settings, "NODUS_IMAGE_LAYOUT", "") or data_dir / "oci-layout"),
         trusted_key_paths=tuple(Path(os.path.expanduser(key)) for key in keys),
