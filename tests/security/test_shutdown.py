@@ -16,8 +16,6 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -27,7 +25,7 @@ from websockets.exceptions import ConnectionClosed
 
 from tests.security.conftest import livez_stays_up
 from tests.support.api import runtime_manifest
-from tests.support.liveserver import PYTHON, REPO, free_port, prepare, server_environment
+from tests.support.liveserver import prepare, serve_command, server_environment
 
 GV = "/apis/nodus.dev/v1beta1"
 WATCHES = 200
@@ -36,41 +34,6 @@ EXIT_SECONDS = 10.0
 # Who watches what: 50 watches each, well inside the 100 one client may hold.
 WATCHERS = (("alice", "demo"), ("bob", "demo"), ("root", "demo"), ("charlie", "nodus"))
 LISTERS = (("bob", "nodus"), ("root", "demo"), ("charlie", "nodus"))
-
-
-@contextmanager
-def serving(data_dir: Path, controller: str) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
-    env = server_environment(data_dir)
-    env.update(NODUS_EMBEDDED_CONTROLLER=controller, NODUS_LOG_LEVEL="INFO")
-    port = free_port()
-    log = (data_dir / "serve.log").open("ab")
-    process = subprocess.Popen(
-        [
-            *(str(PYTHON), str(REPO / "manage.py"), "serve", "--no-seed"),
-            *("--port", str(port), "--tls-port", str(free_port())),
-        ],
-        cwd=REPO,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    try:
-        deadline = time.monotonic() + 180  # migrate, admin, certificate: slow on a busy machine
-        while True:
-            assert process.poll() is None, (data_dir / "serve.log").read_text()[-3000:]
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/livez", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "serve did not come up within 180 s"
-            time.sleep(0.1)
-        yield process, port
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(10)
-        log.close()
 
 
 async def watch(port: int, token: str, namespace: str, revision: str, opened: list[int]) -> bytes:
@@ -210,7 +173,7 @@ def test_sigterm_ends_watches_answers_what_is_in_flight_and_exits_within_10_s(
 ) -> None:
     (tmp_path / "static").mkdir()
     tokens = prepare(tmp_path, server_environment(tmp_path))
-    with serving(tmp_path, controller) as (process, port):
+    with serve_command(tmp_path, NODUS_EMBEDDED_CONTROLLER=controller) as (process, port):
         streams, answers, closes, acknowledged, took = asyncio.run(
             load_then_terminate(process, port, tokens)
         )
@@ -229,7 +192,7 @@ def test_sigterm_ends_watches_answers_what_is_in_flight_and_exits_within_10_s(
             assert complete(answer), answer[-200:]
     assert len(acknowledged) > 0
 
-    with serving(tmp_path, controller) as (_again, port):
+    with serve_command(tmp_path, NODUS_EMBEDDED_CONTROLLER=controller) as (_again, port):
         answer = httpx.get(
             f"http://127.0.0.1:{port}{GV}/namespaces/demo/trainingruntimes",
             headers={"Authorization": f"Bearer {tokens['alice']}"},

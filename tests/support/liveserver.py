@@ -24,6 +24,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -183,3 +184,42 @@ def serve(prefix: str, begin: Callable[[Path], LiveServer] = start_fresh) -> Ite
         # NODUS_KEEP_LIVE=1 keeps the data directory (and daphne.log) for a post-mortem.
         if os.environ.get("NODUS_KEEP_LIVE") != "1":
             shutil.rmtree(data_dir, ignore_errors=True)
+
+
+@contextmanager
+def serve_command(data_dir: Path, **env: str) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
+    """`manage.py serve --no-seed` on a prepared `data_dir`, as an operator runs it, with `env`
+    set on top of `server_environment`; yields the process and its HTTP port once /livez
+    answers. Its output goes to `data_dir`/serve.log; it is killed if still running at the end.
+    """
+    environment = server_environment(data_dir)
+    environment.update({"NODUS_LOG_LEVEL": "INFO", **env})
+    port = free_port()
+    log = (data_dir / "serve.log").open("ab")
+    process = subprocess.Popen(
+        [
+            *(str(PYTHON), str(REPO / "manage.py"), "serve", "--no-seed"),
+            *("--port", str(port), "--tls-port", str(free_port())),
+        ],
+        cwd=REPO,
+        env=environment,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        deadline = time.monotonic() + 180  # migrate, admin, certificate: slow on a busy machine
+        while True:
+            assert process.poll() is None, (data_dir / "serve.log").read_text()[-3000:]
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/livez", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline, "serve did not come up within 180 s"
+            time.sleep(0.1)
+        yield process, port
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(10)
+        log.close()

@@ -8,17 +8,23 @@ The live servers of tests/support/liveserver.py keep their database in their dat
 from __future__ import annotations
 
 import subprocess
+from pathlib import Path
 
 from tests.support import liveserver
 from tests.support.liveserver import PYTHON, REPO, LiveServer
 
 
 def manage(server: LiveServer, *args: str, timeout: float = 120) -> str:
+    return manage_in(server.data_dir, *args, timeout=timeout)
+
+
+def manage_in(data_dir: Path, *args: str, timeout: float = 120) -> str:
+    """`python manage.py ARGS` on a data directory, with or without a server running on it."""
     done = subprocess.run(
         [str(PYTHON), str(REPO / "manage.py"), *args],
         cwd=REPO,
         # Looked up at each call: a fixture may have pointed it at another database.
-        env=liveserver.server_environment(server.data_dir),
+        env=liveserver.server_environment(data_dir),
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -29,7 +35,11 @@ def manage(server: LiveServer, *args: str, timeout: float = 120) -> str:
 
 
 def shell(server: LiveServer, code: str) -> str:
-    return manage(server, "shell", "--verbosity=0", "-c", code)
+    return shell_in(server.data_dir, code)
+
+
+def shell_in(data_dir: Path, code: str, timeout: float = 120) -> str:
+    return manage_in(data_dir, "shell", "--verbosity=0", "-c", code, timeout=timeout)
 
 
 def add_member(server: LiveServer, name: str, role: str, project: str = "demo") -> str:
