@@ -216,6 +216,9 @@ NODUS_EVENT_WINDOW = int(os.environ.get("NODUS_EVENT_WINDOW", 100_000))
 # Recent events each process keeps in memory for watchers; one that falls further behind is
 # closed with 410 and resumes from the log.
 NODUS_HUB_RING = int(os.environ.get("NODUS_HUB_RING", 4096))
+# Lists are answered from each process's watch cache (runtimes.watch.cache), kept current by
+# the hub; off, every list reads SQL.
+NODUS_WATCH_CACHE = _flag("NODUS_WATCH_CACHE", default=True)
 NODUS_WATCH_BOOKMARK_SECONDS = float(os.environ.get("NODUS_WATCH_BOOKMARK_SECONDS", 60))
 # A watch without timeoutSeconds ends at a random point in this range (kube: 30 to 60 minutes).
 NODUS_WATCH_TIMEOUT_RANGE = tuple(

@@ -8,6 +8,10 @@ import tempfile
 
 os.environ.setdefault("NODUS_DATA_DIR", tempfile.mkdtemp(prefix="nodus-test-"))
 os.environ.setdefault("NODUS_EMBEDDED_CONTROLLER", "0")
+# The test client's requests run inside each test's transaction, which the hub's thread (and so
+# the watch cache) cannot see: in-process tests read SQL. Live servers (tests/support/
+# liveserver.py) and the watch cache's own tests (tests/watch/test_cache*.py) run it.
+os.environ.setdefault("NODUS_WATCH_CACHE", "0")
 
 from nodus_console.settings import *  # noqa: F403
 

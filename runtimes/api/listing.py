@@ -8,18 +8,21 @@ kube-apiserver's etcd3 store does.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
+from django.conf import settings
 from django.http import QueryDict
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from runtimes.accounts import access
-from runtimes.api import continuation, tables
+from runtimes.api import continuation, metrics, tables
 from runtimes.api.base import KubeView, respond
 from runtimes.api.listoptions import (
     EXACT,
@@ -32,6 +35,8 @@ from runtimes.apimachinery import errors
 from runtimes.apimachinery.meta import Obj
 from runtimes.registry.resources import ResourceType
 from runtimes.storage import snapshots, store
+from runtimes.watch import hub
+from runtimes.watch.cache import CachedSnapshot
 
 Key = tuple[str, str]
 
@@ -103,9 +108,33 @@ def _expired_continue(after: Key) -> errors.ApiError:
     )
 
 
+def _cache_at(
+    rt: ResourceType, ns: str | None, revision: int | None, label: tuple[str, str] | None
+) -> CachedSnapshot | None:
+    """The kind at `revision` (None: the latest) from this process's watch cache, if on."""
+    if not getattr(settings, "NODUS_WATCH_CACHE", False):
+        return None
+    return hub.get_hub().cached(rt.key, ns, revision, label)
+
+
+def _latest(
+    rt: ResourceType, ns: str | None, label: tuple[str, str] | None, at_least: int | None
+) -> Any:
+    """The latest state, from the cache once it has applied `at_least` (None: the store's
+    current revision, read now: a consistent read, KEP-2340), else from SQL."""
+    if getattr(settings, "NODUS_WATCH_CACHE", False):
+        wanted = store.current_revision() if at_least is None else at_least
+        if hub.get_hub().wait_for(wanted, WAIT_FOR_REVISION_SECONDS):
+            cached = _cache_at(rt, ns, None, label)
+            if cached is not None and cached.revision >= wanted:
+                return cached
+    return snapshots.latest(rt.key, ns)
+
+
 def _snapshot(rt: ResourceType, namespace: str | None, opts: ListOptions) -> tuple[Any, Key]:
     """The snapshot to serve and the key to start after."""
     ns = namespace if rt.namespaced else None
+    label = opts.selection.exact_label()
     if opts.continue_token:
         if opts.resource_version not in ("", "0"):
             raise errors.bad_request(
@@ -113,25 +142,31 @@ def _snapshot(rt: ResourceType, namespace: str | None, opts: ListOptions) -> tup
             )
         revision, after = continuation.decode(opts.continue_token)
         if revision == continuation.INCONSISTENT:
-            return snapshots.latest(rt.key, ns), after
+            return _latest(rt, ns, label, None), after
         if revision > store.current_revision():
             raise errors.bad_request("invalid continue token: the resourceVersion is in the future")
+        cached = _cache_at(rt, ns, revision, label)
+        if cached is not None:
+            return cached, after
         try:
             return snapshots.at(rt.key, ns, revision), after
         except snapshots.Compacted:
             raise _expired_continue(after) from None
     wanted = opts.revision
     if not wanted:  # unset: the latest (consistent); "0": any, and the latest is one
-        return snapshots.latest(rt.key, ns), ("", "")
+        return _latest(rt, ns, label, None if opts.resource_version == "" else 0), ("", "")
     wait_for_revision(wanted)
     match = opts.resource_version_match
     # Legacy rule: a resourceVersion with a limit and no match means Exact.
     if match == EXACT or (not match and opts.limit):
+        cached = _cache_at(rt, ns, wanted, label)
+        if cached is not None:
+            return cached, ("", "")
         try:
             return snapshots.at(rt.key, ns, wanted), ("", "")
         except snapshots.Compacted:
             raise errors.expired("The resourceVersion for the provided list is too old.") from None
-    return snapshots.latest(rt.key, ns), ("", "")
+    return _latest(rt, ns, label, wanted), ("", "")
 
 
 def _key(obj: Obj) -> Key:
@@ -149,6 +184,11 @@ def list_page(
     10,000 runtimes that is most of a list's time); with selectors they are objects as ever.
     """
     snap, after = _snapshot(rt, namespace, opts)
+    cached = isinstance(snap, CachedSnapshot)
+    label = opts.selection.exact_label() if cached else None
+    metrics.list_served(rt.plural, cached, "label" if label else "")
+    if cached:
+        return _cached_page(snap, after, opts, stored)
     chosen = opts.selection
     keys = [k for k in snap.keys if k > after and chosen.visible(k[0])]
     limit = opts.limit
@@ -176,6 +216,39 @@ def list_page(
             last = _key(obj)
             if chosen.matches(obj):
                 items.append(obj)
+    return Page(items, snap.revision)
+
+
+def _cached_page(snap: CachedSnapshot, after: Key, opts: ListOptions, stored: bool) -> Page:
+    """`list_page` from the watch cache: selectors match each entry's labels and fields, and
+    nothing is parsed but the page's items (and not those when `stored`)."""
+    chosen = opts.selection
+    limit = opts.limit
+    start = bisect.bisect_right(snap.keys, after) if after != ("", "") else 0
+    keys: list[Key] = []
+    for key in itertools.islice(snap.keys, start, None):
+        if not chosen.visible(key[0]):
+            continue
+        entry = snap.entries[key]
+        if chosen.has_selectors and not chosen.matches_indexed(entry.labels, entry.fields):
+            continue
+        keys.append(key)
+        if limit and chosen.has_selectors and len(keys) > limit:
+            break  # one past the page: there is more
+    page_keys = keys[:limit] if limit else keys
+    items: list[Any] = snap.stored(page_keys) if stored else snap.bodies(page_keys)
+    if not limit or not page_keys:
+        return Page(items, snap.revision)
+    if not chosen.has_selectors:
+        if len(keys) > limit:
+            token = continuation.encode(snap.revision, page_keys[-1])
+            return Page(items, snap.revision, token, len(keys) - limit)
+        return Page(items, snap.revision)
+    # As from SQL: with selectors, a full page continues when any object follows its last.
+    if len(keys) > limit or (
+        len(keys) == limit and snap.last is not None and snap.last > page_keys[-1]
+    ):
+        return Page(items, snap.revision, continuation.encode(snap.revision, page_keys[-1]))
     return Page(items, snap.revision)
 
 

@@ -64,6 +64,22 @@ class Selection:
             return True
         return self.fields.matches(field_values(obj, self.fields.fields))
 
+    def matches_indexed(self, labels: Mapping[str, str], fields: Mapping[str, str]) -> bool:
+        """`matches` for an object known by its labels and its selectable field values (the
+        watch cache's entries), for a key already known to be visible."""
+        if not self.labels.empty and not self.labels.matches(labels):
+            return False
+        return self.fields.empty or self.fields.matches(fields)
+
+    def exact_label(self) -> tuple[str, str] | None:
+        """A label pair every match must carry (from `key=value` or `key in (value)`), so an
+        index can answer before any object is looked at."""
+        for requirement in self.labels.requirements:
+            value = self.labels.requires_exact_match(requirement.key)
+            if value is not None:
+                return requirement.key, value
+        return None
+
 
 @dataclass(frozen=True)
 class ListOptions:

@@ -44,6 +44,18 @@ REJECTED = Counter(
     "Requests answered 429 because their pool was full, for the client or the process.",
     ["priority_level", "reason"],
 )
+CACHE_LISTS = Counter(
+    "apiserver_cache_list_total",
+    "Lists (and watches' initial lists) answered from this process's watch cache, by resource "
+    "and the index used ('label' when a required label pair narrowed it, '' for none).",
+    ["resource_prefix", "index"],
+)
+STORAGE_LISTS = Counter(
+    "apiserver_storage_list_total",
+    "Lists answered from SQL: the cache was off, still warming, or asked for a revision before "
+    "its window.",
+    ["resource"],
+)
 EVENT_LOG_REVISION = Gauge(
     "nodus_event_log_revision", "The newest revision committed to the event log."
 )
@@ -65,6 +77,13 @@ _ITEM_VERBS = {
     "POST": "create",  # a subresource such as compile
 }
 _COLLECTION_VERBS = {"GET": "list", "POST": "create", "DELETE": "deletecollection"}
+
+
+def list_served(resource: str, from_cache: bool, index: str = "") -> None:
+    if from_cache:
+        CACHE_LISTS.labels(resource, index).inc()
+    else:
+        STORAGE_LISTS.labels(resource).inc()
 
 
 def watch_opened(resource: str = "") -> None:

@@ -8,7 +8,7 @@ compaction floor *after* reading, so a compaction racing the read is noticed (`T
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -31,6 +31,11 @@ class HubEvent:
     type: str  # ADDED | MODIFIED | DELETED
     object: Obj  # after the write; the last state (with the deletion's revision) for DELETED
     previous: Obj | None  # before the write; None for ADDED
+    body: str = ""  # `object` as stored (JSON text), when read from the log
+    prev_body: str = ""  # `previous` as stored
+    # What watchers' encoders made of this event, by media type: serialised once, whatever
+    # the number of watchers (kube's cachingObject). Filled by the API layer.
+    encoded: dict[Any, bytes] = field(default_factory=dict, compare=False, repr=False)
 
 
 class TooOld(Exception):
@@ -52,6 +57,8 @@ def parse_event(row: tuple[int, str, str, str, str, str, str]) -> HubEvent:
         type_,
         orjson.loads(body),
         orjson.loads(prev) if prev else None,
+        body,
+        prev or "",
     )
 
 

@@ -49,8 +49,9 @@ from runtimes.storage.eventlog import (
     run_db,
     stored_revision,
 )
-from runtimes.storage.models import Event
+from runtimes.storage.models import Event, StoredObject
 from runtimes.watch import nudge
+from runtimes.watch.cache import CachedSnapshot, WatchCache
 
 log = logging.getLogger("nodus.hub")
 
@@ -91,6 +92,9 @@ class Hub:
         self._thread: threading.Thread | None = None
         self._wake = threading.Event()
         self._stop = threading.Event()
+        # Every stored object at `last`, applied under `_lock` with the ring (watch.cache).
+        self.cache = WatchCache()
+        self.with_cache = bool(getattr(settings, "NODUS_WATCH_CACHE", False))
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -98,6 +102,8 @@ class Hub:
         if self._thread is not None:
             return
         self.last = self.ring_from = closing(stored_revision)()
+        if self.with_cache:
+            closing(self._warm_and_pull)()
         self._thread = threading.Thread(target=self._run, name="nodus-hub", daemon=True)
         self._thread.start()
         # Other processes' commits wake us through the process's nudger; our own commits
@@ -138,12 +144,31 @@ class Hub:
         finally:
             connection.close()
 
+    def _warm_and_pull(self) -> None:
+        self._warm()
+        self.pull()
+
+    def _warm(self) -> None:
+        """Fills a new cache from every stored row; the pulls that follow bring it to `last`
+        (rows newer than an event are kept), and until then it is not `ready`."""
+        if not self.with_cache:
+            return
+        fresh = WatchCache()
+        fresh.load(
+            StoredObject.objects.values_list(
+                "resource", "namespace", "name", "revision", "body"
+            ).iterator(chunk_size=2_000)
+        )
+        with self._lock:
+            self.cache = fresh
+
     def pull(self) -> None:
         """Reads every committed event after `last` into the ring and wakes the watchers."""
         current = stored_revision()
         if current < self.last:
             self._reset(current)  # the store was recreated (tests); start over from it
-            return
+            self._warm()
+            current = stored_revision()
         while current > self.last:
             rows = list(
                 Event.objects.filter(revision__gt=self.last)
@@ -151,18 +176,23 @@ class Hub:
                 .values_list(*FIELDS)[:PULL_BATCH]
             )
             if not rows:
-                # Compacted past us while idle: nothing to replay, the ring restarts here.
+                # Compacted past us while idle: nothing to replay, the ring restarts here, and
+                # the cache, which missed those events, is read again.
+                self._warm()
                 with self._lock:
                     self.last = self.ring_from = current
                     self._revisions.clear()
                     self._events.clear()
-                break
+                current = stored_revision()  # the rows just read may be newer: catch up
+                continue
             new = [parse_event(r) for r in rows]
             # The floor is read after the rows (compaction raises it before deleting), so a
             # compaction racing this read is seen here rather than leaving a silent hole.
             if new[0].revision != self.last + 1 and compaction.floor() > self.last + 1:
                 # Compaction removed events we never read: the ring restarts after the gap, so
                 # nobody is served a stream with a hole in it (they get TooOld/TooSlow).
+                self._warm()
+                current = max(current, stored_revision())
                 with self._lock:
                     self._revisions.clear()
                     self._events.clear()
@@ -171,7 +201,13 @@ class Hub:
                 self._revisions += [e.revision for e in new]
                 self._events += new
                 self.last = new[-1].revision
+                if self.with_cache:
+                    self.cache.apply(new)
                 self._trim()
+                self._wake_waiters()
+        with self._lock:
+            if self.with_cache and not self.cache.ready:
+                self.cache.caught_up(self.last)
                 self._wake_waiters()
 
     def _trim(self) -> None:
@@ -196,6 +232,37 @@ class Hub:
                 loop.call_soon_threadsafe(_resolve, future)
 
     # -- reading ---------------------------------------------------------------------------
+
+    def cached(
+        self,
+        resource: str,
+        namespace: str | None,
+        revision: int | None = None,
+        label: tuple[str, str] | None = None,
+    ) -> CachedSnapshot | None:
+        """The kind's objects at `revision` (None: the cache's latest) from memory, or None
+        when the cache can't answer: off, not warm yet, `revision` ahead of it or before the
+        ring (the caller reads SQL)."""
+        with self._lock:
+            if not (self.with_cache and self.cache.ready):
+                return None
+            at = self.last if revision is None else revision
+            if at > self.last or at < self.ring_from:
+                return None
+            since = self._events[bisect.bisect_right(self._revisions, at) :]
+            return self.cache.snapshot(resource, namespace, at, since, label)
+
+    def wait_for(self, revision: int, timeout: float) -> bool:
+        """Blocks until the cache has applied `revision` (True) or `timeout` passes (False)."""
+        self.wake()
+        with self._changed:
+            return (
+                self._changed.wait_for(
+                    lambda: self._stop.is_set() or (self.cache.ready and self.last >= revision),
+                    timeout,
+                )
+                and not self._stop.is_set()
+            )
 
     def from_ring(self, cursor: int) -> tuple[list[HubEvent], int] | None:
         """Events after `cursor` held in memory, or None when the ring no longer reaches back."""
