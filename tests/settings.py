@@ -12,8 +12,14 @@ os.environ.setdefault("NODUS_EMBEDDED_CONTROLLER", "0")
 # the watch cache) cannot see: in-process tests read SQL. Live servers (tests/support/
 # liveserver.py) and the watch cache's own tests (tests/watch/test_cache*.py) run it.
 os.environ.setdefault("NODUS_WATCH_CACHE", "0")
+# Tests change tokens and roles with queryset updates, which send no signals: look them up on
+# every request (tests/accounts/test_memo.py and the live servers cover the remembered path).
+os.environ.setdefault("NODUS_ACCESS_CACHE_SECONDS", "0")
 
 from nodus_console.settings import *  # noqa: F403
+
+# API views run on the test's own thread, inside its transaction (runtimes.api.viewpool).
+NODUS_VIEW_POOL = False
 
 # The actors fixture hashes a password per actor per test; PBKDF2 would cost seconds a test.
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

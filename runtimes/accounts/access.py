@@ -18,6 +18,8 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.contrib.auth.models import User as AccountUser
 from django.http import HttpRequest
 
+from runtimes.accounts import revocation
+from runtimes.accounts.memo import EpochMemo
 from runtimes.storage.models import Membership, Project, Role
 
 MANAGED_PROJECT = "nodus"
@@ -34,6 +36,8 @@ ROLE_VERBS = {
 }
 
 User = AbstractBaseUser | AnonymousUser
+# (user pk, project) -> role, while access is unchanged (accounts.memo).
+_roles = EpochMemo()
 
 
 class AuthenticatedHttpRequest(HttpRequest):
@@ -65,11 +69,16 @@ def may_write_status(user: User) -> bool:
 def role_in(user: User, project: str) -> str | None:
     if not user.is_authenticated:
         return None
-    return (
-        Membership.objects.filter(user_id=user.pk, project_id=project)
-        .values_list("role", flat=True)
-        .first()
-    )
+    epoch = revocation.current()
+    role: str | None = _roles.get((user.pk, project))
+    if role is None:
+        role = (
+            Membership.objects.filter(user_id=user.pk, project_id=project)
+            .values_list("role", flat=True)
+            .first()
+        )
+        _roles.put((user.pk, project), role, epoch)
+    return role
 
 
 def allowed(user: User, verb: str, project: str, subresource: str = "") -> bool:

@@ -8,9 +8,13 @@ import secrets
 from django.contrib.auth.models import AbstractBaseUser
 from django.utils import timezone
 
+from runtimes.accounts import revocation
+from runtimes.accounts.memo import EpochMemo
 from runtimes.storage.models import ApiToken
 
 PREFIX = "nodus_"
+# digest -> (user, when last_used_at was last written); see accounts.memo.
+_known = EpochMemo()
 
 
 def digest(token: str) -> str:
@@ -27,9 +31,19 @@ def create_token(user: AbstractBaseUser, name: str) -> tuple[ApiToken, str]:
 
 
 def user_for(token: str) -> AbstractBaseUser | None:
+    key = digest(token)
+    epoch = revocation.current()
+    known = _known.get(key)
+    if known is not None:
+        user, row_pk, last_used = known
+        now = timezone.now()
+        if (now - last_used).total_seconds() > 60:
+            ApiToken.objects.filter(pk=row_pk).update(last_used_at=now)
+            _known.put(key, (user, row_pk, now), epoch)
+        return user  # type: ignore[no-any-return]
     row = (
         ApiToken.objects.select_related("user")
-        .filter(digest=digest(token), revoked_at__isnull=True, user__is_active=True)
+        .filter(digest=key, revoked_at__isnull=True, user__is_active=True)
         .first()
     )
     if row is None:
@@ -37,8 +51,11 @@ def user_for(token: str) -> AbstractBaseUser | None:
     now = timezone.now()
     # Writing last_used on every request would turn every read into a write; once a minute is
     # enough to tell stale tokens from live ones.
-    if row.last_used_at is None or (now - row.last_used_at).total_seconds() > 60:
+    last_used = row.last_used_at
+    if last_used is None or (now - last_used).total_seconds() > 60:
         ApiToken.objects.filter(pk=row.pk).update(last_used_at=now)
+        last_used = now
+    _known.put(key, (row.user, row.pk, last_used), epoch)
     return row.user
 
 

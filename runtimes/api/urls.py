@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from asgiref.sync import sync_to_async
 from django.http import HttpRequest, HttpResponseBase
 from django.urls import path, re_path
 from django.views.decorators.csrf import csrf_exempt
@@ -17,13 +16,15 @@ from runtimes.api import (
     objects,
     openapi_views,
 )
+from runtimes.api.viewpool import pooled
 from runtimes.apimachinery.meta import API_VERSION, GROUP
 from runtimes.registry import authorization
 
 GV = f"apis/{API_VERSION}"
 
 _collection = objects.CollectionView.as_view()
-_item = objects.ItemView.as_view()
+# Sync views typed as Django's path() expects; pooled() makes them async (Django awaits them).
+_item: Any = pooled(objects.ItemView.as_view())
 
 
 def _is_watch(request: HttpRequest) -> bool:
@@ -38,8 +39,11 @@ async def collection(request: HttpRequest, **kwargs: Any) -> HttpResponseBase:
         from runtimes.api.watch import watch
 
         return await watch(request, objects.CollectionView.access, **kwargs)
-    response: HttpResponseBase = await sync_to_async(_collection)(request, **kwargs)
+    response: HttpResponseBase = await _pooled_collection(request, **kwargs)
     return response
+
+
+_pooled_collection = pooled(_collection)
 
 
 urlpatterns = [

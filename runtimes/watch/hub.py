@@ -254,6 +254,9 @@ class Hub:
 
     def wait_for(self, revision: int, timeout: float) -> bool:
         """Blocks until the cache has applied `revision` (True) or `timeout` passes (False)."""
+        with self._lock:
+            if self.cache.ready and self.last >= revision:
+                return True
         self.wake()
         with self._changed:
             return (

@@ -1,0 +1,109 @@
+"""Django's middleware, with its hooks run on the event loop for API requests.
+
+Served async, Django runs a middleware's `process_request` and `process_response` through
+`sync_to_async`, each on the thread it makes for the request: for an API GET that was more time
+than the view. These hooks only look at the request and set headers and cookies, except a
+session's save, so for API paths (`runtimes.api.status.is_api_path`) the wrappers call them
+directly; a session that was changed is still saved on a thread. Console pages go through the
+wrapped middleware exactly as Django would run it. The settings list these in Django's order.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from asgiref.sync import markcoroutinefunction, sync_to_async
+from csp.middleware import CSPMiddleware
+from django.conf import settings
+from django.contrib.auth.middleware import AuthenticationMiddleware
+from django.contrib.messages.middleware import MessageMiddleware
+from django.contrib.sessions.middleware import SessionMiddleware
+from django.http import HttpRequest, HttpResponseBase
+from django.middleware.clickjacking import XFrameOptionsMiddleware
+from django.middleware.common import CommonMiddleware
+from django.middleware.csrf import CsrfViewMiddleware
+from django.middleware.security import SecurityMiddleware
+
+from runtimes.api.status import is_api_path
+
+
+class InlineForApi:
+    """Wraps `wrapped` (a Django middleware with request/response hooks)."""
+
+    sync_capable = False
+    async_capable = True
+    wrapped: ClassVar[type]
+
+    def __init__(self, get_response: Any) -> None:
+        self.get_response = get_response
+        self.inner = self.wrapped(get_response)
+        markcoroutinefunction(self)
+
+    def needs_thread(self, request: HttpRequest) -> bool:
+        """Whether this response's hook does I/O (and so must run on a thread)."""
+        return False
+
+    async def __call__(self, request: HttpRequest) -> HttpResponseBase:
+        if not is_api_path(request.path):
+            response: HttpResponseBase = await self.inner(request)
+            return response
+        early = getattr(self.inner, "process_request", None)
+        answer = early(request) if early is not None else None
+        if answer is None:
+            answer = await self.get_response(request)
+        late = getattr(self.inner, "process_response", None)
+        if late is None:
+            return answer
+        if self.needs_thread(request):
+            result: HttpResponseBase = await sync_to_async(late)(request, answer)
+            return result
+        return late(request, answer)  # type: ignore[no-any-return]
+
+
+class Security(InlineForApi):
+    wrapped = SecurityMiddleware
+
+
+class ContentSecurityPolicy(InlineForApi):
+    wrapped = CSPMiddleware
+
+
+class Sessions(InlineForApi):
+    wrapped = SessionMiddleware
+
+    def needs_thread(self, request: HttpRequest) -> bool:
+        session = getattr(request, "session", None)
+        return bool(
+            session is not None
+            and (getattr(session, "modified", False) or settings.SESSION_SAVE_EVERY_REQUEST)
+        )
+
+
+class Common(InlineForApi):
+    wrapped = CommonMiddleware
+
+
+class Csrf(InlineForApi):
+    wrapped = CsrfViewMiddleware
+
+    async def process_view(
+        self, request: HttpRequest, view: Any, args: Any, kwargs: Any
+    ) -> HttpResponseBase | None:
+        if is_api_path(request.path):
+            return self.inner.process_view(request, view, args, kwargs)  # type: ignore[no-any-return]
+        result: HttpResponseBase | None = await sync_to_async(self.inner.process_view)(
+            request, view, args, kwargs
+        )
+        return result
+
+
+class Authentication(InlineForApi):
+    wrapped = AuthenticationMiddleware
+
+
+class Messages(InlineForApi):
+    wrapped = MessageMiddleware
+
+
+class FrameOptions(InlineForApi):
+    wrapped = XFrameOptionsMiddleware

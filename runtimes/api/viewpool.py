@@ -1,0 +1,70 @@
+"""Sync views on a pool of long-lived threads that keep their database connections.
+
+Django runs a sync view from its async handler on a thread made for that one request
+(`ThreadSensitiveContext`), opens a database connection on it, closes it at the end, and hops to
+another such thread to render the response. For a GET that is most of its time. API views run
+here instead: `pooled(view)` is an async view that runs the whole sync view, rendering
+included, on one of a fixed set of threads, each keeping its connection open between requests
+(SQLite: `CONN_MAX_AGE`; PostgreSQL: psycopg's pool), checked before and after every request as
+Django's request signals would (`close_old_connections`: a broken connection or one past its
+age is replaced). The response handed back is already rendered, so Django has nothing left to
+run on a thread.
+
+The pool has as many threads as the seats of runtimes.api.flowcontrol's list and other pools
+let requests run at once (`NODUS_VIEW_THREADS`, default 24): a request with a seat never waits
+long for a thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.db import close_old_connections
+from django.http import HttpRequest, HttpResponse, HttpResponseBase
+from django.template.response import SimpleTemplateResponse
+
+_executor = ThreadPoolExecutor(
+    max_workers=int(getattr(settings, "NODUS_VIEW_THREADS", 24)), thread_name_prefix="nodus-view"
+)
+
+
+def _rendered(view: Callable[..., HttpResponseBase], request: HttpRequest, kwargs: Any) -> Any:
+    response = view(request, **kwargs)
+    if isinstance(response, SimpleTemplateResponse):
+        response.render()
+        plain = HttpResponse(response.content, status=response.status_code)
+        for header, value in response.items():
+            plain[header] = value
+        plain.cookies = response.cookies
+        return plain
+    return response
+
+
+def _run(view: Callable[..., HttpResponseBase], request: HttpRequest, kwargs: Any) -> Any:
+    close_old_connections()
+    try:
+        return _rendered(view, request, kwargs)
+    finally:
+        close_old_connections()
+
+
+def pooled(view: Callable[..., HttpResponseBase]) -> Callable[..., Awaitable[HttpResponseBase]]:
+    """`view` (sync) as an async view that runs it on the pool."""
+    call = sync_to_async(_run, thread_sensitive=False, executor=_executor)
+    # Off (the in-process tests, whose requests must see their test's transaction): on the
+    # caller's thread, as Django runs a sync view.
+    inline = sync_to_async(_rendered, thread_sensitive=True)
+
+    async def run(request: HttpRequest, **kwargs: Any) -> HttpResponseBase:
+        on_pool = getattr(settings, "NODUS_VIEW_POOL", True)
+        response: HttpResponseBase = await (call if on_pool else inline)(view, request, kwargs)
+        return response
+
+    for attribute in ("csrf_exempt", "__name__", "__doc__"):
+        if hasattr(view, attribute):
+            setattr(run, attribute, getattr(view, attribute))
+    return run
