@@ -325,6 +325,10 @@ NODUS_MAX_OTHERS_PER_CLIENT = int(os.environ.get("NODUS_MAX_OTHERS_PER_CLIENT", 
 NODUS_MAX_LISTS_INFLIGHT = int(os.environ.get("NODUS_MAX_LISTS_INFLIGHT", 8))
 NODUS_MAX_WATCHES_INFLIGHT = int(os.environ.get("NODUS_MAX_WATCHES_INFLIGHT", 1000))
 NODUS_MAX_OTHERS_INFLIGHT = int(os.environ.get("NODUS_MAX_OTHERS_INFLIGHT", 16))
+# When only the process's seats are taken, a request queues for one this long (and while fewer
+# than this many wait), then gets 429.
+NODUS_FLOW_QUEUE_SECONDS = float(os.environ.get("NODUS_FLOW_QUEUE_SECONDS", 10))
+NODUS_FLOW_QUEUE_LENGTH = int(os.environ.get("NODUS_FLOW_QUEUE_LENGTH", 1000))
 # Threads of the event loop's default executor (0: the list seats plus 4).
 # API views run on this many long-lived threads that keep their database connections
 # (runtimes.api.viewpool); the in-process tests turn the pool off.

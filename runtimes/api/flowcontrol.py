@@ -34,6 +34,12 @@ Why these values:
   cannot fill a pool alone.
 - An open watch costs memory and a coroutine, not a thread: 1,000 in a process.
 
+When only the process's seats of a pool are taken (not the client's own), a request waits in
+that pool's queue, first come first served, for up to ``NODUS_FLOW_QUEUE_SECONDS`` (10 s) and
+while fewer than ``NODUS_FLOW_QUEUE_LENGTH`` (1,000) wait, as APF queues before it rejects: a
+herd of informers starting at once is served in turn rather than sent away to come back all
+together a second later. Past either bound: 429.
+
 Health endpoints (/livez, /readyz and their checks) are exempt, as kube's ``exempt`` priority
 level: a load balancer must see a busy server as alive. Static files too (served from memory).
 
@@ -43,6 +49,8 @@ Settings (env): ``NODUS_MAX_{LISTS,WATCHES,OTHERS}_PER_CLIENT`` and
 
 from __future__ import annotations
 
+import asyncio
+import collections
 import hashlib
 import logging
 import threading
@@ -82,6 +90,8 @@ class Limits:
 
     per_client: dict[str, int]
     inflight: dict[str, int]
+    queue_seconds: float = 10.0
+    queue_length: int = 1000
 
     @classmethod
     def from_settings(cls) -> Limits:
@@ -96,6 +106,8 @@ class Limits:
                 WATCH: int(getattr(settings, "NODUS_MAX_WATCHES_INFLIGHT", 1000)),
                 OTHER: int(getattr(settings, "NODUS_MAX_OTHERS_INFLIGHT", 16)),
             },
+            queue_seconds=float(getattr(settings, "NODUS_FLOW_QUEUE_SECONDS", 10.0)),
+            queue_length=int(getattr(settings, "NODUS_FLOW_QUEUE_LENGTH", 1000)),
         )
 
 
@@ -203,6 +215,7 @@ class SeatPools:
         self._lock = threading.Lock()
         self._taken: dict[str, int] = dict.fromkeys(POOLS, 0)
         self._by_client: dict[tuple[str, str], int] = {}
+        self._queues: dict[str, collections.deque[asyncio.Future[None]]] = {}
 
     def taken(self, pool: str, client: str | None = None) -> int:
         with self._lock:
@@ -213,20 +226,67 @@ class SeatPools:
     def acquire(self, pools: list[str], client: str) -> str | None:
         """Takes one seat in each pool, all or none; returns the first full pool's
         description (None when every seat was taken)."""
+        return self._try(pools, client)[0]
+
+    def _try(self, pools: list[str], client: str) -> tuple[str | None, str | None]:
+        """(why refused or None, the pool whose process-wide seats were full or None)."""
         with self._lock:
             for pool in pools:
                 mine = self._by_client.get((pool, client), 0)
                 per_client = self.limits.per_client[pool]
                 if per_client and mine >= per_client:
-                    return f"this client already has {mine} {pool} requests in flight"
+                    return f"this client already has {mine} {pool} requests in flight", None
                 inflight = self.limits.inflight[pool]
                 if inflight and self._taken[pool] >= inflight:
-                    return f"the server has {self._taken[pool]} {pool} requests in flight"
+                    return f"the server has {self._taken[pool]} {pool} requests in flight", pool
             for pool in pools:
                 self._taken[pool] += 1
                 self._by_client[(pool, client)] = self._by_client.get((pool, client), 0) + 1
                 metrics.SEATS_IN_USE.labels(pool).inc()
-            return None
+            return None, None
+
+    async def acquire_queued(self, pools: list[str], client: str) -> str | None:
+        """`acquire`, but when only the process's seats are full, waits in that pool's queue
+        (first come, first served) for up to the limits' `queue_seconds`, as API Priority and
+        Fairness queues; a full queue or the wait running out is the refusal."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.limits.queue_seconds
+        woken: str | None = None  # the pool whose freed seat this request was woken for
+        while True:
+            refused, full = self._try(pools, client)
+            if refused is None:
+                return None
+            if woken is not None:
+                self._next_in_queue(woken)  # the seat it was woken for is still free: pass it on
+                woken = None
+            if full is None:
+                return refused
+            queue = self._queues.setdefault(full, collections.deque())
+            remaining = deadline - loop.time()
+            if remaining <= 0 or len(queue) >= self.limits.queue_length:
+                return f"{refused}, and {len(queue)} more wait for a seat"
+            turn: asyncio.Future[None] = loop.create_future()
+            queue.append(turn)
+            metrics.QUEUED.labels(full).inc()
+            try:
+                await asyncio.wait_for(turn, remaining)
+                woken = full
+            except TimeoutError:
+                if turn.done() and not turn.cancelled():
+                    self._next_in_queue(full)  # woken just as it gave up
+                return f"{refused}, and it waited {self.limits.queue_seconds:g} s for a seat"
+            finally:
+                metrics.QUEUED.labels(full).dec()
+                if turn in queue:
+                    queue.remove(turn)
+
+    def _next_in_queue(self, pool: str) -> None:
+        queue = self._queues.get(pool)
+        while queue:
+            turn = queue.popleft()
+            if not turn.done():
+                turn.set_result(None)
+                return
 
     def release(self, pool: str, client: str) -> None:
         with self._lock:
@@ -237,6 +297,7 @@ class SeatPools:
             else:
                 del self._by_client[(pool, client)]
             metrics.SEATS_IN_USE.labels(pool).dec()
+        self._next_in_queue(pool)
 
 
 def too_many_requests(why: str) -> ApiError:
@@ -273,7 +334,7 @@ class FlowControl:
             return
         client = client_of(scope)
         wanted = [demand.pool, LIST] if demand.lists_first else [demand.pool]
-        refused = self.pools.acquire(wanted, client)
+        refused = await self.pools.acquire_queued(wanted, client)
         if refused is not None:
             await self._refuse(scope, receive, send, demand.pool, client, refused)
             return

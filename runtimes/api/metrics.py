@@ -39,6 +39,11 @@ SEATS_IN_USE = Gauge(
     "Seats taken in each pool of runtimes.api.flowcontrol (list, watch, other).",
     ["priority_level"],
 )
+QUEUED = Gauge(
+    "apiserver_flowcontrol_current_inqueue_requests",
+    "Requests waiting for a seat because the process's seats of their pool are all taken.",
+    ["priority_level"],
+)
 REJECTED = Counter(
     "apiserver_flowcontrol_rejected_requests_total",
     "Requests answered 429 because their pool was full, for the client or the process.",

@@ -225,3 +225,65 @@ def test_a_websocket_past_its_seats_gets_an_error_event_and_close_4429() -> None
     event = orjson.loads(error["text"])
     assert (event["type"], event["object"]["code"]) == ("ERROR", 429)
     assert close == {"type": "websocket.close", "code": 4429}
+
+
+def queueing(seconds: float = 5.0, length: int = 10) -> Limits:
+    return Limits(
+        per_client={LIST: 2, WATCH: 3, OTHER: 2},
+        inflight={LIST: 2, WATCH: 100, OTHER: 100},
+        queue_seconds=seconds,
+        queue_length=length,
+    )
+
+
+def test_past_the_process_seats_requests_wait_their_turn_in_order() -> None:
+    async def scenario() -> tuple[list[int], list[str]]:
+        gate = Gate()
+        app = FlowControl(gate, queueing())
+        order: list[str] = []
+
+        async def one(who: str) -> int:
+            sent = await call(app, http(COLLECTION, authorization=f"Bearer {who}"))
+            order.append(who)
+            return int(sent[0]["status"])
+
+        holders = [asyncio.create_task(one(f"h{n}")) for n in range(2)]
+        await asyncio.sleep(0.01)
+        waiting = []
+        for n in range(4):  # four other clients: only the process's seats are full
+            waiting.append(asyncio.create_task(one(f"w{n}")))
+            await asyncio.sleep(0.01)
+        assert gate.entered == 2
+        gate.open.set()
+        codes = await asyncio.gather(*holders, *waiting)
+        return list(codes), order
+
+    codes, order = asyncio.run(scenario())
+    assert codes == [200] * 6  # nobody was sent away
+    assert [who for who in order if who.startswith("w")] == ["w0", "w1", "w2", "w3"]
+
+
+def test_a_full_queue_or_a_wait_that_runs_out_gets_429_and_the_client_limit_never_queues() -> None:
+    async def scenario() -> dict[str, int]:
+        gate = Gate()
+        app = FlowControl(gate, queueing(seconds=0.2, length=1))
+
+        async def one(who: str) -> int:
+            sent = await call(app, http(COLLECTION, authorization=f"Bearer {who}"))
+            return int(sent[0]["status"])
+
+        holders = [asyncio.create_task(one("holder")) for _ in range(2)]
+        await asyncio.sleep(0.01)
+        queued = asyncio.create_task(one("patient"))  # waits 0.2 s, then 429
+        await asyncio.sleep(0.01)
+        codes = {
+            "queue full": await one("late"),
+            "own limit": await one("holder"),  # the client's own seats: 429 at once
+            "waited out": await queued,
+        }
+        gate.open.set()
+        await asyncio.gather(*holders)
+        return codes
+
+    codes = asyncio.run(scenario())
+    assert codes == {"queue full": 429, "own limit": 429, "waited out": 429}
