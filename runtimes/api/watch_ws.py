@@ -142,6 +142,8 @@ class WatchConsumer(AsyncWebsocketConsumer):
         try:
             async for event in watch_events(plan):
                 await self.send(text_data=orjson.dumps(event).decode())
+                if isinstance(event, orjson.Fragment):
+                    continue  # an object's event, never an ERROR
                 if event["type"] == "ERROR" and event["object"].get("code") in CLOSING_CODES:
                     code = 4000 + int(event["object"]["code"])
         except asyncio.CancelledError:

@@ -23,6 +23,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
 from django.conf import settings
 
 from runtimes.api import tables
@@ -37,6 +38,7 @@ from runtimes.watch import hub
 from runtimes.watch.guard import Credential, StreamGuard
 
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
+_ADDED = b'{"type":"ADDED","object":'
 # kube-apiserver sends a bookmark about once a minute.
 BOOKMARK_SECONDS = 60.0
 # Without timeoutSeconds kube ends a watch after a random 30-60 minutes, spreading re-watches.
@@ -51,7 +53,7 @@ class WatchPlan:
     namespace: str | None
     opts: ListOptions
     start_after: int  # stream changes with revisions after this one
-    initial: list[Obj] = field(default_factory=list)
+    initial: list[Obj | str] = field(default_factory=list)  # objects, or their stored text
     initial_end_bookmark: bool = False
     too_old: errors.ApiError | None = None  # the start was compacted: the stream is one ERROR
     table_version: str | None = None  # "v1" / "v1beta1" for meta.k8s.io Table events
@@ -97,7 +99,10 @@ def plan_watch(
     if send_initial:
         if wanted:
             wait_for_revision(wanted)
-        page = list_page(rt, namespace, ListOptions(selection=opts.selection))
+        # As stored (JSON text) where nothing needs to look inside: written out as it is.
+        page = list_page(
+            rt, namespace, ListOptions(selection=opts.selection), stored=table_version is None
+        )
         plan.initial, plan.start_after = page.items, page.revision
         plan.initial_end_bookmark = opts.allow_bookmarks
         return plan
@@ -174,6 +179,27 @@ class Encoder:
             return {"type": type_, "object": obj}
         return {"type": type_, "object": self._table(obj, self.include)}
 
+    def initial(self, item: Obj | str) -> Obj | orjson.Fragment:
+        """An initial ADDED event; `item` may be the object as stored (JSON text)."""
+        if isinstance(item, str):
+            if self.version is None:
+                return orjson.Fragment(_ADDED + item.encode() + b"}")
+            item = orjson.loads(item)
+        assert not isinstance(item, str)
+        return self.event("ADDED", item)
+
+    def change(self, type_: str, obj: Obj, event: hub.HubEvent) -> Obj | orjson.Fragment:
+        """The watch event for a change: serialised once per event and type for every watcher
+        of plain JSON (kube's cachingObject), from the stored text when there is one."""
+        if self.version is not None or obj is not event.object:
+            return self.event(type_, obj)
+        encoded = event.encoded.get(type_)
+        if encoded is None:
+            raw = event.body.encode() if event.body else orjson.dumps(event.object)
+            encoded = b'{"type":"' + type_.encode() + b'","object":' + raw + b"}"
+            event.encoded[type_] = encoded
+        return orjson.Fragment(encoded)
+
     def bookmark(self, revision: int, initial_end: bool = False) -> Obj:
         meta: Obj = {"resourceVersion": str(revision)}
         if initial_end:
@@ -208,7 +234,7 @@ def too_slow(limit: int) -> errors.ApiError:
     )
 
 
-async def watch_events(plan: WatchPlan) -> AsyncIterator[Obj]:
+async def watch_events(plan: WatchPlan) -> AsyncIterator[Obj | orjson.Fragment]:
     """The events of one watch, until it times out, the client goes or it cannot go on."""
     encoder = Encoder(plan)
     if plan.too_old is not None:
@@ -216,8 +242,8 @@ async def watch_events(plan: WatchPlan) -> AsyncIterator[Obj]:
         return
     loop = asyncio.get_running_loop()
     deadline = loop.time() + plan.timeout
-    for index, obj in enumerate(plan.initial, 1):
-        yield encoder.event("ADDED", obj)
+    for index, item in enumerate(plan.initial, 1):
+        yield encoder.initial(item)
         if index % FAIRNESS_EVERY == 0:
             await asyncio.sleep(0)
     if plan.initial_end_bookmark:
@@ -252,7 +278,7 @@ async def watch_events(plan: WatchPlan) -> AsyncIterator[Obj]:
             for event in batch:
                 result = typed(event, selection)
                 if result is not None:
-                    yield encoder.event(*result)
+                    yield encoder.change(*result, event)
             if batch:
                 # Daphne's send never suspends, so a watcher with a steady supply of events
                 # would otherwise keep the event loop to itself.
