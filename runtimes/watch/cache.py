@@ -232,7 +232,8 @@ class WatchCache:
                 entries.pop(key, None)
             else:
                 raw = event.prev_body or orjson.dumps(event.previous).decode()
-                entries[key] = kind.entry(event.revision, raw, event.previous)
+                was = str((event.previous.get("metadata") or {}).get("resourceVersion") or "0")
+                entries[key] = kind.entry(int(was) if was.isdigit() else 0, raw, event.previous)
         if later:
             keys = sorted(entries)
         return CachedSnapshot(

@@ -14,16 +14,11 @@ not on B's next poll of the log: the writer's process nudges even when it has no
 from __future__ import annotations
 
 import contextlib
-import os
 import random
-import subprocess
-import sys
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import httpx
 import orjson
@@ -31,12 +26,10 @@ import pytest
 
 from tests.support import services
 from tests.support.api import runtime_manifest
-from tests.support.liveserver import free_port, prepare
+from tests.support.cluster import Cluster, redis_database, start_cluster
 
 pytestmark = pytest.mark.services
 
-ROOT = Path(__file__).resolve().parents[2]
-REDIS_HOST, REDIS_PORT = services.REDIS_HOST, services.REDIS_PORT
 RESOURCE = "trainingruntimes.nodus.dev"
 COLLECTION = "/apis/nodus.dev/v1beta1/namespaces/demo/trainingruntimes"
 WRITERS = 8
@@ -46,133 +39,14 @@ MERGE = {"Content-Type": "application/merge-patch+json"}
 
 
 @pytest.fixture(scope="module")
-def database() -> Iterator[str]:
-    """A fresh PostgreSQL database; its DATABASE_URL."""
-    with services.temp_database("nodus_mw") as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def redis_url() -> Iterator[str]:
-    """A Redis database number of its own, so this run's nudges are not mixed with others'.
-
-    Nudges carry only "something new, re-read the log", so a shared database would cost
-    spurious wake-ups, never correctness; the group key is removed afterwards only when the
-    database was empty before (nobody else is using it).
-    """
-    services.require_redis()
-    import redis
-
-    db = random.randint(8, 15)
-    client = redis.Redis(host=REDIS_HOST, port=REDIS_PORT, db=db)
-    was_empty = client.dbsize() == 0
-    try:
-        yield f"redis://{REDIS_HOST}:{REDIS_PORT}/{db}"
-    finally:
-        if was_empty:
-            client.delete("asgi:group:nodus.revisions")
-        client.close()
-
-
-@dataclass
-class Cluster:
-    """Two workers sharing one database and one Redis, and alice's token."""
-
-    urls: list[str]
-    token: str
-    database_url: str
-    processes: list[subprocess.Popen[bytes]]
-    logs: list[Path]
-
-    def client(self, worker: int, **kw: object) -> httpx.Client:
-        return httpx.Client(
-            base_url=self.urls[worker],
-            headers={"Authorization": f"Bearer {self.token}"},
-            **kw,  # type: ignore[arg-type]
-        )
-
-    def log_tail(self) -> str:
-        return "\n".join(
-            f"--- {p.name}\n{p.read_text(errors='replace')[-3000:]}" for p in self.logs
-        )
-
-
-def _environment(database_url: str, redis_url: str, data_dir: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("NODUS_")}
-    env.update(
-        DATABASE_URL=database_url,
-        REDIS_URL=redis_url,
-        NODUS_DATA_DIR=str(data_dir),
-        NODUS_EMBEDDED_CONTROLLER="0",
-        NODUS_LOG_LEVEL="WARNING",
-        # One token stands for many writers here: the test is about ordering across workers,
-        # so the per-client seat pools (tests/security/test_overload.py) stay out of its way.
-        NODUS_MAX_OTHERS_PER_CLIENT="0",
-        NODUS_MAX_LISTS_PER_CLIENT="0",
-        DJANGO_SETTINGS_MODULE="nodus_console.settings",
-        PYTHONUNBUFFERED="1",
-    )
-    return env
-
-
-def _wait_until_up(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"daphne exited with {process.returncode}:\n{log.read_text()}")
-        try:
-            if httpx.get(f"{url}/version", timeout=1).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.1)
-    raise RuntimeError(f"daphne at {url} did not answer within 30 s:\n{log.read_text()}")
-
-
-@pytest.fixture(scope="module")
-def cluster(database: str, redis_url: str) -> Iterator[Cluster]:
-    data_dir = Path(tempfile.mkdtemp(prefix="nodus-multiworker-"))
-    env = _environment(database, redis_url, data_dir)
-    token = prepare(data_dir, env)["alice"]
-    processes: list[subprocess.Popen[bytes]] = []
-    urls: list[str] = []
-    logs: list[Path] = []
-    try:
-        for worker in ("a", "b"):
-            port = free_port()
-            log = data_dir / f"daphne-{worker}.log"
-            with log.open("wb") as out:
-                processes.append(
-                    subprocess.Popen(
-                        [
-                            *(sys.executable, "-m", "runtimes.api.serving"),
-                            *("-b", "127.0.0.1", "-p", str(port)),
-                            "nodus_console.asgi:application",
-                        ],
-                        cwd=ROOT,
-                        env=env,
-                        stdout=out,
-                        stderr=subprocess.STDOUT,
-                    )
-                )
-            urls.append(f"http://127.0.0.1:{port}")
-            logs.append(log)
-        for url, process, log in zip(urls, processes, logs, strict=True):
-            _wait_until_up(url, process, log)
-        yield Cluster(urls, token, database, processes, logs)
-    finally:
-        for process in processes:
-            process.terminate()
-        for process in processes:
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=10)
-        if os.environ.get("NODUS_KEEP_LIVE") != "1":
-            import shutil
-
-            shutil.rmtree(data_dir, ignore_errors=True)
+def cluster() -> Iterator[Cluster]:
+    """Two workers on a fresh PostgreSQL database, with a Redis database of their own."""
+    with (
+        services.temp_database("nodus_mw") as database,
+        redis_database() as redis_url,
+        start_cluster(2, database, redis_url, prefix="nodus-multiworker-") as made,
+    ):
+        yield made
 
 
 @dataclass
