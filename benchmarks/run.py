@@ -6,6 +6,8 @@
     .venv/bin/python benchmarks/run.py scale      # 10,000 runtimes on PostgreSQL and SQLite
                                                   # (runs only when named; a few minutes)
     .venv/bin/python benchmarks/run.py abuse      # issue 11's attacks (benchmarks/abuse.py)
+    .venv/bin/python benchmarks/run.py herd       # nodus beside etcd under a herd of clients
+                                                  # (benchmarks/herd.py; runs in `make bench`)
 
 Runs against a throwaway data dir (SQLite, in-memory channel layer, no controller): a developer's
 .data is never touched. Prints numbers only; nothing here asserts on time.
@@ -38,7 +40,7 @@ def main(selected: list[str]) -> int:
 
     # Case modules register themselves on import, in the order they run; add new ones here.
     from benchmarks import http_cases, validation_cases, console_cases, scale  # noqa: F401, I001
-    from benchmarks import controller_load, abuse  # noqa: F401
+    from benchmarks import controller_load, abuse, herd  # noqa: F401
     from benchmarks.harness import CASES, EXPLICIT, Bench, CaseSkipped, Comparison, report
     from benchmarks.server import live_server
 

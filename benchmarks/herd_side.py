@@ -1,0 +1,188 @@
+"""One side of the herd case: every load, in order, against one target, with /livez polled
+beside it and the server's memory read between loads."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from benchmarks.herd_loads import (
+    Creates,
+    Delivery,
+    Herd,
+    Settings,
+    Target,
+    create_many,
+    delivery,
+    herd,
+    list_all,
+    paced_creates,
+    rss_mb,
+    settle,
+    update_events,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+CLOSE_PAUSE = 2.0  # after closing a herd, before the next: the server lets go of the seats
+
+
+def log(message: str) -> None:
+    print(f"[herd] {message}", file=sys.stderr, flush=True)
+
+
+@dataclass
+class Side:
+    """Everything one target's run measured."""
+
+    name: str
+    version: str = ""
+    phases: dict[str, tuple[float, float]] = field(default_factory=dict)  # epoch windows
+    health: list[tuple[float, float, str]] = field(default_factory=list)  # (epoch, s, status)
+    rss: dict[str, tuple[float, float]] = field(default_factory=dict)  # (VmHWM, VmRSS) MB
+    loadavg: dict[str, tuple[float, float, float]] = field(default_factory=dict)
+    overflows: dict[str, int] = field(default_factory=dict)  # listen queue overflows per load
+    cpu: dict[str, tuple[float, float]] = field(default_factory=dict)  # (server, client) cores
+    creates: Creates | None = None
+    lists: list[float] = field(default_factory=list)
+    listed: int = 0
+    herd: Herd | None = None
+    delivery: Delivery | None = None
+    paced: Delivery | None = None
+    herd_big: Herd | None = None
+    delivery_big: Delivery | None = None
+    big_creates: Creates | None = None
+    big_lists: list[float] = field(default_factory=list)
+    big_listed: int = 0
+    big_open: int = 0  # load 5's watchers still open when load 7 read the memory
+
+    @contextmanager
+    def phase(self, name: str, pid: int) -> Iterator[None]:
+        log(f"{self.name}: {name} ...")
+        began, overflows = time.time(), listen_overflows()
+        server, client = cpu_seconds(pid), time.process_time()
+        try:
+            yield
+        finally:
+            ended = time.time()
+            self.phases[name] = (began, ended)
+            self.overflows[name] = listen_overflows() - overflows
+            wall = max(ended - began, 1e-9)
+            self.cpu[name] = (
+                (cpu_seconds(pid) - server) / wall,
+                (time.process_time() - client) / wall,
+            )
+            self.rss[name] = rss_mb(pid)
+            log(f"{self.name}: {name} done in {time.time() - began:.1f} s")
+
+    def health_in(self, phase: str) -> list[tuple[float, str]]:
+        began, ended = self.phases.get(phase, (0.0, 0.0))
+        return [(s, status) for at, s, status in self.health if began <= at <= ended]
+
+
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU seconds of a process so far (its threads included)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return float("nan")
+
+
+def listen_overflows() -> int:
+    """The kernel's count of connections refused for a full accept queue (all sockets: the
+    server's backlog is the one a herd fills)."""
+    try:
+        with open("/proc/net/netstat") as netstat:
+            lines = [line.split() for line in netstat if line.startswith("TcpExt:")]
+        return int(dict(zip(lines[0], lines[1], strict=True))["ListenOverflows"])
+    except (OSError, KeyError, IndexError, ValueError):
+        return 0
+
+
+@contextmanager
+def polling(target: Target, side: Side, work: Path) -> Iterator[None]:
+    """The health poller (benchmarks/herd_livez.py) for the duration; its samples into side."""
+    out = work / f"health-{target.name.split()[0]}.txt"
+    out.unlink(missing_ok=True)
+    poller = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "benchmarks.herd_livez"),
+            *(target.host, str(target.port), target.health_path, str(out)),
+        ],
+        cwd=ROOT,
+    )
+    try:
+        yield
+    finally:
+        poller.terminate()
+        poller.wait(timeout=10)
+        for line in out.read_text().splitlines() if out.exists() else []:
+            at, seconds, status = line.split(" ", 2)
+            side.health.append((float(at), float(seconds), status))
+
+
+def close(watchers: Herd | None) -> None:
+    for watcher in watchers.watchers if watchers else []:
+        watcher.close()
+
+
+async def _loads(target: Target, s: Settings, side: Side) -> None:
+    pid = target.pid
+    names = [f"herd-{i:05d}" for i in range(s.objects)]
+    with side.phase("creates", pid):
+        side.creates = await create_many(target, names, s.inflight, probe=target.probe_name)
+    with side.phase("list", pid):
+        side.lists, side.listed = await list_all(target, s.lists)
+    with side.phase("herd", pid):
+        side.herd = await herd(target, s.clients, s.deadline, probe_only=False)
+    log(f"{side.name}: {len(side.herd.watching)} watching, {side.herd.dropped} dropped")
+    try:
+        with side.phase("delivery", pid):
+            writes = await update_events(target, s.events, s.interval, first_seq=0)
+            await settle(side.herd.watchers, writes, s.wait)
+            side.delivery = delivery(side.herd.watchers, writes)
+        paced = [f"herd-paced-{i:05d}" for i in range(round(s.rate * s.rate_seconds))]
+        with side.phase("paced creates", pid):
+            writes = await paced_creates(target, paced, s.rate, s.inflight)
+            await settle(side.herd.watchers, writes, s.wait)
+            side.paced = delivery(side.herd.watchers, writes)
+    finally:
+        close(side.herd)
+    await asyncio.sleep(CLOSE_PAUSE)
+    try:
+        with side.phase("herd of many", pid):
+            side.herd_big = await herd(target, s.watchers, s.deadline, probe_only=True)
+        log(f"{side.name}: {len(side.herd_big.watching)} watching, {side.herd_big.dropped} dropped")
+        with side.phase("delivery to many", pid):
+            writes = await update_events(target, s.events, s.interval, first_seq=s.events)
+            await settle(side.herd_big.watchers, writes, s.wait)
+            side.delivery_big = delivery(side.herd_big.watchers, writes)
+        if s.big:
+            more = max(0, s.big_objects - s.objects - len(paced))
+            with side.phase("big", pid):
+                bulk = [f"herd-big-{i:05d}" for i in range(more)]
+                side.big_creates = await create_many(target, bulk, s.inflight)
+                side.big_lists, side.big_listed = await list_all(target, 1)
+                side.big_open = sum(w.open for w in side.herd_big.watchers)
+    finally:
+        close(side.herd_big)
+        target.close()  # the writers' kept-alive connections, while their loop still runs
+
+
+def run(target: Target, s: Settings, work: Path) -> Side:
+    side = Side(target.name)
+    target.size = s.size
+    side.loadavg["before"] = os.getloadavg()
+    with polling(target, side, work):
+        asyncio.run(_loads(target, s, side))
+    side.loadavg["after"] = os.getloadavg()
+    side.rss["end"] = rss_mb(target.pid)
+    return side
