@@ -69,6 +69,9 @@ BODY_DEADLINE_SECONDS = 60
 IDLE_TIMEOUT_SECONDS = 90
 # nginx lingers up to 5 s between reads (30 s in all); Go waits 0.5 s before it closes.
 LINGER_SECONDS = 2
+# Connections the kernel holds for us before we accept them (Twisted's default is 50): a herd of
+# a thousand informers reconnecting at once must queue, not have its SYNs dropped.
+LISTEN_BACKLOG = 1024
 
 _UNPARSABLE = (
     "the request is not valid HTTP/1.1: its request line, a header field, Content-Length or "
@@ -313,8 +316,20 @@ class BoundedHTTPFactory(HTTPFactory):  # type: ignore[misc]
         return [b"http/1.1"]
 
 
+def with_backlog(endpoint: str) -> str:
+    """A TCP or TLS endpoint description with room for `LISTEN_BACKLOG` pending connections."""
+    if endpoint.startswith(("tcp:", "ssl:")) and "backlog=" not in endpoint:
+        return f"{endpoint}:backlog={LISTEN_BACKLOG}"
+    return endpoint
+
+
 class Server(DaphneServer):  # type: ignore[misc]
-    """daphne's server, every endpoint of which uses the bounded factory."""
+    """daphne's server, every endpoint of which uses the bounded factory and a deep backlog."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        given: list[str] = list(getattr(self, "endpoints", None) or [])
+        self.endpoints = [with_backlog(endpoint) for endpoint in given]
 
     @property
     def http_factory(self) -> BoundedHTTPFactory:

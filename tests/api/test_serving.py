@@ -274,3 +274,16 @@ def test_the_limits_table_states_the_values_enforced() -> None:
     from django.conf import settings
 
     assert 3 * kib * kib == settings.NODUS_MAX_BODY_BYTES
+
+
+@pytest.mark.parametrize(
+    ("given", "served"),
+    [
+        ("tcp:port=8000:interface=127.0.0.1", "tcp:port=8000:interface=127.0.0.1:backlog=1024"),
+        ("ssl:8443:privateKey=k:certKey=c", "ssl:8443:privateKey=k:certKey=c:backlog=1024"),
+        ("tcp:port=8000:backlog=16", "tcp:port=8000:backlog=16"),  # an operator's choice stays
+        ("unix:/run/nodus.sock", "unix:/run/nodus.sock"),
+    ],
+)
+def test_listeners_hold_a_deep_backlog_of_pending_connections(given: str, served: str) -> None:
+    assert serving.with_backlog(given) == served
