@@ -4,8 +4,8 @@ on 410.
     informer = Informer(kind, Handlers(on_add=..., on_update=..., on_delete=...))
     informer.run(stop)  # on a thread of its own; `close()` ends it at once
 
-`list` reads every object of the kind and the revision they are current at, in one statement
-(`store.list_objects`); `watch` follows the process's hub from that revision, so nothing is
+`list` reads every object of the kind and the revision they are current at, from the watch
+cache (`watch.cache`) or in one SQL statement (`store.list_objects`); `watch` follows the process's hub from that revision, so nothing is
 missed and nothing repeated. The informer keeps the last state of each object (its cache) and
 turns events into handler calls: on_add for an object it did not know, on_update(old, new) for
 one it did, on_delete(last state) when one goes.
@@ -49,6 +49,7 @@ from runtimes.watch.hub import (
     TooOld,
     TooSlow,
     follow,
+    get_hub,
 )
 
 log = logging.getLogger("nodus.informer")
@@ -108,7 +109,12 @@ class Informer:
     # -- list and watch ----------------------------------------------------------------------
 
     def list(self) -> tuple[builtins.list[Obj], int]:
-        """Every object of the kind (in the namespace) and the revision they are current at."""
+        """Every object of the kind (in the namespace) and the revision they are current at:
+        from the hub's watch cache when it is on and warm, else from SQL."""
+        hub = self._hub or get_hub()
+        cached = hub.cached(self.kind.key, self.namespace)
+        if cached is not None:
+            return cached.bodies(cached.keys), cached.revision
         return store.list_objects(self.kind, self.namespace)
 
     def watch(self, after: int) -> SyncSubscription:
