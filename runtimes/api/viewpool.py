@@ -27,6 +27,8 @@ from django.db import close_old_connections
 from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from django.template.response import SimpleTemplateResponse
 
+from runtimes.watch.hub import run_db
+
 _executor = ThreadPoolExecutor(
     max_workers=int(getattr(settings, "NODUS_VIEW_THREADS", 24)), thread_name_prefix="nodus-view"
 )
@@ -68,3 +70,19 @@ def pooled(view: Callable[..., HttpResponseBase]) -> Callable[..., Awaitable[Htt
         if hasattr(view, attribute):
             setattr(run, attribute, getattr(view, attribute))
     return run
+
+
+def _call(fn: Callable[..., Any], args: tuple[Any, ...]) -> Any:
+    close_old_connections()
+    try:
+        return fn(*args)
+    finally:
+        close_old_connections()
+
+
+async def run(fn: Callable[..., Any], *args: Any) -> Any:
+    """A database call from async code (a watch's set-up) on the pool, its connection kept; off,
+    on a thread of its own that closes its connection (`watch.hub.run_db`)."""
+    if not getattr(settings, "NODUS_VIEW_POOL", True):
+        return await run_db(fn, *args)
+    return await sync_to_async(_call, thread_sensitive=False, executor=_executor)(fn, args)

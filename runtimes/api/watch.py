@@ -20,7 +20,7 @@ from django.contrib.auth.models import AnonymousUser
 from django.http import HttpRequest, HttpResponseBase, StreamingHttpResponse
 
 from runtimes.accounts.throttling import bearer_user
-from runtimes.api import media, metrics
+from runtimes.api import media, metrics, viewpool
 from runtimes.api.authentication import client_address
 from runtimes.api.status import status_response
 from runtimes.api.watchstream import WatchPlan, plan_watch, watch_events
@@ -28,7 +28,6 @@ from runtimes.apimachinery import errors
 from runtimes.registry.authorization import Access
 from runtimes.registry.kinds import lookup
 from runtimes.watch.guard import Credential
-from runtimes.watch.hub import run_db
 
 log = logging.getLogger("nodus.watch")
 
@@ -46,7 +45,7 @@ async def authenticate(request: HttpRequest) -> tuple[Any, Credential]:
         token = token.strip()
         user = None
         if scheme.lower() == "bearer":
-            user = await run_db(bearer_user, token, client_address(request.META))
+            user = await viewpool.run(bearer_user, token, client_address(request.META))
         if user is None:
             raise errors.ApiError("Unauthorized", "Unauthorized")
         return user, Credential.bearer(token)
@@ -68,7 +67,7 @@ async def prepare(
     if rendering is None:
         raise errors.ApiError("NotAcceptable", str(media.not_acceptable().detail))
     table_version = rendering[1] if rendering[0] == "Table" else None
-    plan: WatchPlan = await run_db(
+    plan: WatchPlan = await viewpool.run(
         plan_watch, rt, user, access, namespace, request.GET, table_version, credential
     )
     return plan

@@ -31,12 +31,12 @@ from django.urls import re_path
 
 from runtimes.accounts.origin import same_origin
 from runtimes.accounts.throttling import bearer_user
+from runtimes.api import viewpool
 from runtimes.api.objects import CollectionView
 from runtimes.api.watchstream import WatchPlan, plan_watch, watch_events
 from runtimes.apimachinery import errors
 from runtimes.registry.kinds import lookup
 from runtimes.watch.guard import Credential
-from runtimes.watch.hub import run_db
 
 log = logging.getLogger("nodus.watch")
 
@@ -92,7 +92,7 @@ class WatchConsumer(AsyncWebsocketConsumer):
                     if token is None:
                         return None
         if token is not None:
-            found = await run_db(bearer_user, token, self._client())
+            found = await viewpool.run(bearer_user, token, self._client())
             return None if found is None else (found, Credential.bearer(token))
         user = self.scope.get("user") or AnonymousUser()
         if not user.is_authenticated or not same_origin(self.scope):
@@ -119,7 +119,7 @@ class WatchConsumer(AsyncWebsocketConsumer):
         accept = self._header(b"accept")
         if "as=Table" in accept and "g=meta.k8s.io" in accept:
             table = "v1beta1" if "v=v1beta1" in accept and "v=v1;" not in accept else "v1"
-        plan: WatchPlan = await run_db(
+        plan: WatchPlan = await viewpool.run(
             plan_watch, rt, user, self.access, namespace, query, table, credential
         )
         return plan

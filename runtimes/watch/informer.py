@@ -5,10 +5,10 @@ on 410.
     informer.run(stop)  # on a thread of its own; `close()` ends it at once
 
 `list` reads every object of the kind and the revision they are current at, from the watch
-cache (`watch.cache`) or in one SQL statement (`store.list_objects`); `watch` follows the process's hub from that revision, so nothing is
-missed and nothing repeated. The informer keeps the last state of each object (its cache) and
-turns events into handler calls: on_add for an object it did not know, on_update(old, new) for
-one it did, on_delete(last state) when one goes.
+cache (`watch.cache`) or in one SQL statement (`store.list_objects`); `watch` follows the
+process's hub from that revision, so nothing is missed and nothing repeated. The informer keeps
+the last state of each object (its cache) and turns events into handler calls: on_add for an
+object it did not know, on_update(old, new) for one it did, on_delete(last state) when one goes.
 
 When the hub says the revision followed from has been compacted away (`TooOld`, 410 Expired),
 the informer lists again and brings its handlers in line with the new list, as client-go's
