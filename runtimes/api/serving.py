@@ -72,6 +72,10 @@ LINGER_SECONDS = 2
 # Connections the kernel holds for us before we accept them (Twisted's default is 50): a herd of
 # a thousand informers reconnecting at once must queue, not have its SYNs dropped.
 LISTEN_BACKLOG = 1024
+# Bytes a streamed response may write while its client is not reading (the socket's buffer
+# full): past this a watch whose client stopped reading is cut off, as kube-apiserver drops a
+# watcher whose buffer stays full, instead of the server holding every event for it in memory.
+MAX_UNSENT_BYTES = 1024 * 1024
 
 _UNPARSABLE = (
     "the request is not valid HTTP/1.1: its request line, a header field, Content-Length or "
@@ -116,6 +120,42 @@ class BoundedChannel(http.HTTPChannel):
         self._awaiting_request_line = True
         self._header_bytes = 0
         self._header_fields = 0
+
+    # Writing: a client that stops reading is cut off once it owes MAX_UNSENT_BYTES.
+
+    _unsent = 0
+
+    def write(self, data: bytes) -> None:
+        if self._owes(len(data)):
+            super().write(data)
+
+    def writeSequence(self, iovec: list[bytes]) -> None:
+        if self._owes(sum(len(part) for part in iovec)):
+            super().writeSequence(iovec)
+
+    def _streaming(self) -> bool:
+        """Whether the response being written is a chunked stream (a watch)."""
+        return bool(self.requests and getattr(self.requests[-1], "chunked", False))
+
+    def resumeProducing(self) -> None:
+        self._unsent = 0  # the client read again: the socket's buffer has room
+        super().resumeProducing()
+
+    def _owes(self, size: int) -> bool:
+        """Counts `size` bytes of a stream written while the transport is full; False once too
+        many are. A response with a length (a list) is bounded by itself and always written."""
+        if not self._waitingForTransport or not self._streaming():
+            return True
+        self._unsent += size
+        if self._unsent <= MAX_UNSENT_BYTES:
+            return True
+        transport: Any = self.transport
+        if transport is not None and not transport.disconnecting:
+            log.info(
+                "closing a connection whose client stopped reading (%d bytes unsent)", self._unsent
+            )
+            transport.abortConnection()
+        return False
 
     # Twisted's callbacks, in the order a request meets them.
 

@@ -287,3 +287,44 @@ def test_the_limits_table_states_the_values_enforced() -> None:
 )
 def test_listeners_hold_a_deep_backlog_of_pending_connections(given: str, served: str) -> None:
     assert serving.with_backlog(given) == served
+
+
+class _Streaming(http.Request):
+    """Starts a chunked response (as a watch does) and leaves it open."""
+
+    def process(self) -> None:
+        self.setResponseCode(200)
+        self.write(b"")
+
+
+def test_a_stream_whose_client_stops_reading_is_cut_off_once_it_owes_a_mebibyte(
+    clock: Clock,
+) -> None:
+    conn = Connection(clock)
+    conn.channel.requestFactory = _Streaming
+    conn.send(b"GET /watch HTTP/1.1\r\nHost: x\r\n\r\n")
+    start = len(conn.written())
+    chunk = b"x" * (64 * 1024)
+    conn.channel.write(chunk)  # the socket takes it
+    conn.channel.pauseProducing()  # the transport's buffer is full: the client is not reading
+    for _ in range(serving.MAX_UNSENT_BYTES // len(chunk)):
+        conn.channel.write(chunk)
+    assert not conn.closed  # up to the bound, it is only slow
+    conn.channel.resumeProducing()  # it read again: it owes nothing
+    conn.channel.pauseProducing()
+    for _ in range(serving.MAX_UNSENT_BYTES // len(chunk)):
+        conn.channel.writeSequence([chunk])
+    assert not conn.closed
+    conn.channel.write(chunk)  # one more than the bound while still not reading
+    assert conn.closed
+    assert len(conn.written()) - start == len(chunk) * (
+        1 + 2 * serving.MAX_UNSENT_BYTES // len(chunk)
+    )
+
+
+def test_a_response_with_a_length_is_written_whole_however_slow_the_client(clock: Clock) -> None:
+    conn = Connection(clock)
+    conn.channel.pauseProducing()
+    for _ in range(4 * serving.MAX_UNSENT_BYTES // 65536):
+        conn.channel.write(b"x" * 65536)  # no stream in progress: a list's body, in chunks
+    assert not conn.closed
