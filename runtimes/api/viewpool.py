@@ -66,7 +66,10 @@ def pooled(view: Callable[..., HttpResponseBase]) -> Callable[..., Awaitable[Htt
         response: HttpResponseBase = await (call if on_pool else inline)(view, request, kwargs)
         return response
 
-    for attribute in ("csrf_exempt", "__name__", "__doc__"):
+    # What Django and our checks read off a view (csrf_exempt, view_class and so its `access`
+    # declaration, the name) stays readable off the wrapper.
+    run.__dict__.update(view.__dict__)
+    for attribute in ("__name__", "__qualname__", "__doc__"):
         if hasattr(view, attribute):
             setattr(run, attribute, getattr(view, attribute))
     return run

@@ -312,6 +312,8 @@ def test_below_the_window_continue_exact_and_watch_answer_410(cluster: Cluster) 
     (kube-apiserver's etcd3 store does all three the same way)."""
     with workers(cluster) as (a, b):
         create(a, "churn")
+        for name in ("churn-x", "churn-y"):  # enough for a second page, whatever ran before
+            create(a, name)
         first = listing(b, limit=2)
         old, token = rv(first), first["metadata"]["continue"]
         after = first["items"][-1]["metadata"]["name"]
