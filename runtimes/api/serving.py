@@ -45,6 +45,7 @@ HTTP/2 is not offered: its framing has limits of its own that this channel does 
 from __future__ import annotations
 
 import logging
+import socket
 from collections.abc import Callable
 from http import HTTPStatus
 from typing import Any, cast
@@ -354,6 +355,27 @@ class BoundedHTTPFactory(HTTPFactory):  # type: ignore[misc]
 
     def acceptableProtocols(self) -> list[bytes]:
         return [b"http/1.1"]
+
+
+def share_ports() -> None:
+    """Lets several processes listen on the same ports (SO_REUSEPORT): the kernel spreads new
+    connections across them, so N workers answer behind one HTTP and one HTTPS port
+    (`manage.py serve --workers N`). Twisted sets the option only for ports it is given a
+    binding for, never for the endpoint descriptions daphne passes; so every TCP (and TLS,
+    its subclass) listening socket of this process gets it."""
+    from twisted.internet import tcp
+
+    original = tcp.Port.createInternetSocket
+    if getattr(original, "shared", False):
+        return
+
+    def create(port: Any) -> socket.socket:
+        made: socket.socket = original(port)
+        made.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        return made
+
+    create.shared = True  # type: ignore[attr-defined]
+    tcp.Port.createInternetSocket = create  # type: ignore[method-assign]
 
 
 def with_backlog(endpoint: str) -> str:

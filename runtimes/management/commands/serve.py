@@ -12,8 +12,12 @@ connections, watches end as streams end, requests in flight are answered, then t
 
 from __future__ import annotations
 
+import argparse
 import os
+import signal
+import subprocess
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -24,6 +28,9 @@ from django.core.management.base import BaseCommand, CommandParser
 from runtimes.accounts.bootstrap import ensure_admin, ensure_demo_project
 from runtimes.accounts.tls import ensure_certificate
 
+# Set for `--workers`' processes: their listening sockets share the ports (SO_REUSEPORT).
+SHARED_PORTS = "NODUS_SHARED_PORTS"
+
 
 class Command(BaseCommand):
     help = "Migrate, seed and serve HTTP + websockets with daphne (embedded default)."
@@ -33,15 +40,26 @@ class Command(BaseCommand):
         parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
         parser.add_argument("--tls-port", type=int, default=int(os.environ.get("TLS_PORT", "8443")))
         parser.add_argument("--no-seed", action="store_true")
+        parser.add_argument(
+            "--workers",
+            type=int,
+            default=int(os.environ.get("WORKERS", "1")),
+            help="worker processes behind the same two ports (with PostgreSQL and Redis)",
+        )
+        # Internal: one of `--workers`' processes; the parent migrated, seeded and printed.
+        parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
 
     def handle(self, *args: Any, **options: Any) -> None:
+        if options["worker"]:
+            self.serve(options["host"], options["port"], options["tls_port"], controller=False)
+            return
         call_command("migrate", interactive=False, verbosity=0)
         admin, password, _generated = ensure_admin()
         ensure_demo_project(admin)
         if not options["no_seed"]:
             call_command("seed", verbosity=0)
         host, port, tls_port = options["host"], options["port"], options["tls_port"]
-        key, cert = ensure_certificate(settings.DATA_DIR / "tls", [host])
+        ensure_certificate(settings.DATA_DIR / "tls", [host])  # made once, before any worker
         shown = "127.0.0.1" if host in {"0.0.0.0", "::"} else host  # noqa: S104
         kept = (
             ""
@@ -67,7 +85,13 @@ class Command(BaseCommand):
             )
         )
         self.stdout.flush()
-        if settings.NODUS_EMBEDDED_CONTROLLER:
+        if options["workers"] > 1:
+            self.supervise(options["workers"], host, port, tls_port)
+            return
+        self.serve(host, port, tls_port, controller=settings.NODUS_EMBEDDED_CONTROLLER)
+
+    def serve(self, host: str, port: int, tls_port: int, *, controller: bool) -> None:
+        if controller:
             from runtimes.controller.loop import start_in_process
 
             start_in_process()
@@ -77,8 +101,11 @@ class Command(BaseCommand):
         from nodus_console.asgi import application
         from runtimes.api import draining
         from runtimes.api.flowcontrol import executor_threads
-        from runtimes.api.serving import Server
+        from runtimes.api.serving import Server, share_ports
 
+        if os.environ.get(SHARED_PORTS) == "1":
+            share_ports()
+        key, cert = ensure_certificate(settings.DATA_DIR / "tls", [host])
         interface = f":interface={host}" if host else ""
         endpoints = build_endpoint_description_strings(host=host, port=port)
         endpoints.append(f"ssl:{tls_port}{interface}:privateKey={key}:certKey={cert}")
@@ -90,8 +117,8 @@ class Command(BaseCommand):
             application_close_timeout=10,
             signal_handlers=False,  # SIGTERM and SIGINT drain first (runtimes.api.draining)
         )
-        # Watch set-up and the hub's reads run on the loop's default executor: sized to the
-        # list seats plus a reserve (runtimes.api.flowcontrol), not to the machine's cores.
+        # The hub's reads run on the loop's default executor: sized to the list seats plus a
+        # reserve (runtimes.api.flowcontrol), not to the machine's cores.
         twisted_loop.set_default_executor(
             ThreadPoolExecutor(max_workers=executor_threads(), thread_name_prefix="asgi")
         )
@@ -101,8 +128,53 @@ class Command(BaseCommand):
         # it wants the lock back from a busy thread (the embedded controller, a big list).
         sys.setswitchinterval(settings.NODUS_SWITCH_INTERVAL_MS / 1000)
         server.run()
-        if settings.NODUS_EMBEDDED_CONTROLLER:
+        if controller:
             from runtimes.controller.loop import stop_in_process
 
             stop_in_process(timeout=1.0)
         draining.exit_now(0)
+
+    def supervise(self, workers: int, host: str, port: int, tls_port: int) -> None:
+        """Starts `workers` processes on the same two ports (SO_REUSEPORT; the kernel spreads
+        connections across them), runs the embedded controller here (one for all of them),
+        passes SIGTERM/SIGINT on, and exits when they have, within NODUS_SHUTDOWN_SECONDS."""
+        env = {**os.environ, SHARED_PORTS: "1", "NODUS_EMBEDDED_CONTROLLER": "0"}
+        command = [sys.executable, sys.argv[0], "serve", "--worker"]
+        command += ["--host", host, "--port", str(port), "--tls-port", str(tls_port)]
+        children = [subprocess.Popen(command, env=env) for _ in range(workers)]
+        self.stdout.write(
+            f"  workers:     {workers} (pids {', '.join(str(c.pid) for c in children)})"
+        )
+        self.stdout.flush()
+        if settings.NODUS_EMBEDDED_CONTROLLER:
+            from runtimes.controller.loop import start_in_process
+
+            start_in_process()
+        stopping: list[int] = []
+
+        def pass_on(signum: int, _frame: Any) -> None:
+            stopping.append(signum)
+            for child in children:
+                if child.poll() is None:
+                    child.send_signal(signum)
+
+        signal.signal(signal.SIGTERM, pass_on)
+        signal.signal(signal.SIGINT, pass_on)
+        while not stopping and all(child.poll() is None for child in children):
+            time.sleep(0.2)
+        if not stopping:  # a worker died: stop the others too, and say so
+            dead = [str(child.pid) for child in children if child.poll() is not None]
+            self.stderr.write(f"worker {', '.join(dead)} exited: stopping the others")
+            pass_on(signal.SIGTERM, None)
+        deadline = time.monotonic() + settings.NODUS_SHUTDOWN_SECONDS
+        for child in children:
+            try:
+                child.wait(max(deadline - time.monotonic(), 0.1))
+            except subprocess.TimeoutExpired:
+                child.kill()
+        if settings.NODUS_EMBEDDED_CONTROLLER:
+            from runtimes.controller.loop import stop_in_process
+
+            stop_in_process(timeout=1.0)
+        codes = [child.wait() for child in children]
+        sys.exit(0 if stopping and not any(codes) else 1)
