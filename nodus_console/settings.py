@@ -159,14 +159,25 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         private_database(_sqlite_file)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+
+def channel_layers(redis_url: str) -> dict[str, Any]:
+    """Redis when given (scale-out), else in memory (one process).
+
+    channels-redis blocks up to 5 s in BZPOPMIN for each receive, and redis-py 8 gives up on a
+    read after 5 s by default: every quiet 5 s the workers' nudge receivers failed, dropped
+    their connection and slept, so another worker's write reached their watches only on the
+    hub's next poll. Reads may take 15 s here (a dead Redis is still noticed), connects 5 s.
+    """
+    if not redis_url:
+        return {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    host = {"address": redis_url, "socket_timeout": 15, "socket_connect_timeout": 5}
+    return {
+        "default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [host]}}
+    }
+
+
 REDIS_URL = os.environ.get("REDIS_URL", "")
-CHANNEL_LAYERS = {
-    "default": (
-        {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [REDIS_URL]}}
-        if REDIS_URL
-        else {"BACKEND": "channels.layers.InMemoryChannelLayer"}
-    )
-}
+CHANNEL_LAYERS = channel_layers(REDIS_URL)
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"

@@ -15,6 +15,7 @@ from runtimes.registry.kinds import lookup
 from runtimes.storage import compaction, store
 from runtimes.watch import hub
 from runtimes.watch.hub import Hub, HubEvent, TooOld, TooSlow
+from tests.support import services
 from tests.support.api import runtime_manifest
 from tests.support.hub import fresh_hub, touch
 
@@ -199,6 +200,37 @@ def test_it_nudges_other_processes_over_redis(settings: Any) -> None:
     finally:
         sender.stop()
         receiver.stop()
+
+
+@pytest.mark.services
+def test_the_projects_redis_layer_keeps_listening_through_quiet_spells(
+    settings: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """With the project's own Redis settings, a receiver waits through more than the 5 s
+    channels-redis blocks per receive without its read timing out, then hears the next nudge."""
+    from nodus_console.settings import channel_layers
+    from runtimes.watch.nudge import Nudger
+
+    services.require_redis()
+    settings.CHANNEL_LAYERS = channel_layers("redis://127.0.0.1:6379/3")
+    heard = threading.Event()
+    sender, receiver = Nudger(lambda r: None), Nudger(lambda r: heard.set())
+    sender.start()
+    receiver.start()
+    try:
+        deadline = time.monotonic() + 10
+        while not heard.is_set() and time.monotonic() < deadline:
+            sender.note_local(1)  # until the receiver has joined the group
+            heard.wait(0.3)
+        assert heard.is_set()
+        heard.clear()
+        time.sleep(7)  # quiet for longer than one blocking receive
+        sender.note_local(2)
+        assert heard.wait(3)
+    finally:
+        sender.stop()
+        receiver.stop()
+    assert "revision nudge receive failed" not in caplog.text
 
 
 async def test_it_ends_waiting_subscribers_when_the_hub_stops() -> None:
