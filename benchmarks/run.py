@@ -8,6 +8,9 @@
     .venv/bin/python benchmarks/run.py abuse      # issue 11's attacks (benchmarks/abuse.py)
     .venv/bin/python benchmarks/run.py herd       # nodus beside etcd under a herd of clients
                                                   # (benchmarks/herd.py; runs in `make bench`)
+    .venv/bin/python benchmarks/run.py herd-scaleout  # 10,000 watchers on 4 workers, PostgreSQL
+                                                  # + Redis (benchmarks/herd_scaleout.py; only
+                                                  # when named)
 
 Runs against a throwaway data dir (SQLite, in-memory channel layer, no controller): a developer's
 .data is never touched. Prints numbers only; nothing here asserts on time.
@@ -40,7 +43,7 @@ def main(selected: list[str]) -> int:
 
     # Case modules register themselves on import, in the order they run; add new ones here.
     from benchmarks import http_cases, validation_cases, console_cases, scale  # noqa: F401, I001
-    from benchmarks import controller_load, abuse, herd  # noqa: F401
+    from benchmarks import controller_load, abuse, herd, herd_scaleout  # noqa: F401
     from benchmarks.harness import CASES, EXPLICIT, Bench, CaseSkipped, Comparison, report
     from benchmarks.server import live_server
 
