@@ -46,36 +46,9 @@ def _rendered(view: Callable[..., HttpResponseBase], request: HttpRequest, kwarg
     return response
 
 
-def _run(view: Callable[..., HttpResponseBase], request: HttpRequest, kwargs: Any) -> Any:
-    close_old_connections()
-    try:
-        return _rendered(view, request, kwargs)
-    finally:
-        close_old_connections()
-
-
-def pooled(view: Callable[..., HttpResponseBase]) -> Callable[..., Awaitable[HttpResponseBase]]:
-    """`view` (sync) as an async view that runs it on the pool."""
-    call = sync_to_async(_run, thread_sensitive=False, executor=_executor)
-    # Off (the in-process tests, whose requests must see their test's transaction): on the
-    # caller's thread, as Django runs a sync view.
-    inline = sync_to_async(_rendered, thread_sensitive=True)
-
-    async def run(request: HttpRequest, **kwargs: Any) -> HttpResponseBase:
-        on_pool = getattr(settings, "NODUS_VIEW_POOL", True)
-        response: HttpResponseBase = await (call if on_pool else inline)(view, request, kwargs)
-        return response
-
-    # What Django and our checks read off a view (csrf_exempt, view_class and so its `access`
-    # declaration, the name) stays readable off the wrapper.
-    run.__dict__.update(view.__dict__)
-    for attribute in ("__name__", "__qualname__", "__doc__"):
-        if hasattr(view, attribute):
-            setattr(run, attribute, getattr(view, attribute))
-    return run
-
-
 def _call(fn: Callable[..., Any], args: tuple[Any, ...]) -> Any:
+    """`fn(*args)` on a pool thread, its connection checked before and after as Django's
+    request signals would (replaced when broken or past CONN_MAX_AGE)."""
     close_old_connections()
     try:
         return fn(*args)
@@ -83,9 +56,35 @@ def _call(fn: Callable[..., Any], args: tuple[Any, ...]) -> Any:
         close_old_connections()
 
 
+_on_pool = sync_to_async(_call, thread_sensitive=False, executor=_executor)
+
+
+def pooled(view: Callable[..., HttpResponseBase]) -> Callable[..., Awaitable[HttpResponseBase]]:
+    """`view` (sync) as an async view that runs it on the pool."""
+    # Off (the in-process tests, whose requests must see their test's transaction): on the
+    # caller's thread, as Django runs a sync view.
+    inline = sync_to_async(_rendered, thread_sensitive=True)
+
+    async def pooled_view(request: HttpRequest, **kwargs: Any) -> HttpResponseBase:
+        response: HttpResponseBase
+        if getattr(settings, "NODUS_VIEW_POOL", True):
+            response = await _on_pool(_rendered, (view, request, kwargs))
+        else:
+            response = await inline(view, request, kwargs)
+        return response
+
+    # What Django and our checks read off a view (csrf_exempt, view_class and so its `access`
+    # declaration, the name) stays readable off the wrapper.
+    pooled_view.__dict__.update(view.__dict__)
+    for attribute in ("__name__", "__qualname__", "__doc__"):
+        if hasattr(view, attribute):
+            setattr(pooled_view, attribute, getattr(view, attribute))
+    return pooled_view
+
+
 async def run(fn: Callable[..., Any], *args: Any) -> Any:
     """A database call from async code (a watch's set-up) on the pool, its connection kept; off,
     on a thread of its own that closes its connection (`watch.hub.run_db`)."""
     if not getattr(settings, "NODUS_VIEW_POOL", True):
         return await run_db(fn, *args)
-    return await sync_to_async(_call, thread_sensitive=False, executor=_executor)(fn, args)
+    return await _on_pool(fn, args)
