@@ -259,19 +259,30 @@ class Herd:
         return why
 
 
-async def herd(target: Target, count: int, deadline_seconds: float, probe_only: bool) -> Herd:
+async def herd(
+    target: Target,
+    count: int,
+    deadline_seconds: float,
+    probe_only: bool,
+    *,
+    revision: int | None = None,
+    watcher_class: type[Watcher] = Watcher,
+) -> Herd:
     """`count` clients at once, each its own: a list of the probe (limit 1), then a watch from
-    that list's revision; a member not watching `deadline_seconds` after the start is dropped."""
+    that list's revision (or, given `revision`, only the watch, from there); a member not
+    watching `deadline_seconds` after the start is dropped."""
     began = time.perf_counter()
     deadline = began + deadline_seconds
 
     async def member(i: int) -> Watcher:
-        watcher = Watcher(target)
+        watcher = watcher_class(target)
         client = target.member(i)
         try:
             async with asyncio.timeout(deadline - time.perf_counter()):
-                revision = await target.probe_list(client, deadline)
-                method, path, body = target.watch_request(revision, probe_only)
+                since = revision
+                if since is None:
+                    since = await target.probe_list(client, deadline)
+                method, path, body = target.watch_request(since, probe_only)
                 watcher.conn = await client.watch(method, path, watcher.sink, body, deadline)
                 watcher.watching = time.perf_counter() - began
         except TimeoutError:

@@ -50,7 +50,6 @@ from pathlib import Path
 
 from benchmarks import herd_side
 from benchmarks.harness import Bench, Comparison, case
-from benchmarks.herd_http import Closed, Counters
 from benchmarks.herd_loads import (
     REQUEST_SECONDS,
     Delivery,
@@ -58,6 +57,7 @@ from benchmarks.herd_loads import (
     Watcher,
     create_many,
     delivery,
+    herd,
     rss_mb,
     settle,
     update_events,
@@ -243,30 +243,9 @@ async def open_herd(target: Nodus, count: int, deadline_seconds: float) -> Herd:
     """`count` watches at once through the one port, every one from one list's resourceVersion
     and each on its member's token; a member not watching within `deadline_seconds` gives up."""
     revision = await target.probe_list(target.writer(0), time.perf_counter() + REQUEST_SECONDS)
-    method, path, body = target.watch_request(revision, probe_only=True)
-    began = time.perf_counter()
-    deadline = began + deadline_seconds
-
-    async def member(i: int) -> Watcher:
-        watcher = Counted(target)
-        client = target.member(i)
-        try:
-            async with asyncio.timeout(deadline - time.perf_counter()):
-                watcher.conn = await client.watch(method, path, watcher.sink, body, deadline)
-                watcher.watching = time.perf_counter() - began
-        except TimeoutError:
-            watcher.error = f"not watching within {deadline_seconds:.0f} s"
-        except (OSError, Closed, RuntimeError) as error:
-            watcher.error = f"{type(error).__name__}: {str(error)[:120]}"
-        watcher.counters = client.counters
-        client.close()
-        return watcher
-
-    watchers = await asyncio.gather(*(member(i) for i in range(count)))
-    counters = Counters()
-    for watcher in watchers:
-        counters.add(watcher.counters)
-    return Herd(list(watchers), counters, time.perf_counter() - began)
+    return await herd(
+        target, count, deadline_seconds, probe_only=True, revision=revision, watcher_class=Counted
+    )
 
 
 def _tally(one: HerdRun) -> None:
