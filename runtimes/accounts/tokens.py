@@ -33,14 +33,13 @@ def create_token(user: AbstractBaseUser, name: str) -> tuple[ApiToken, str]:
 def user_for(token: str) -> AbstractBaseUser | None:
     key = digest(token)
     epoch = revocation.current()
+    now = timezone.now()
+    # Writing last_used on every request would turn every read into a write; once a minute is
+    # enough to tell stale tokens from live ones. A remembered token due for that write is
+    # looked up again, so the write follows a fresh check.
     known = _known.get(key)
-    if known is not None:
-        user, row_pk, last_used = known
-        now = timezone.now()
-        if (now - last_used).total_seconds() > 60:
-            ApiToken.objects.filter(pk=row_pk).update(last_used_at=now)
-            _known.put(key, (user, row_pk, now), epoch)
-        return user  # type: ignore[no-any-return]
+    if known is not None and (now - known[1]).total_seconds() <= 60:
+        return known[0]  # type: ignore[no-any-return]
     row = (
         ApiToken.objects.select_related("user")
         .filter(digest=key, revoked_at__isnull=True, user__is_active=True)
@@ -48,14 +47,11 @@ def user_for(token: str) -> AbstractBaseUser | None:
     )
     if row is None:
         return None
-    now = timezone.now()
-    # Writing last_used on every request would turn every read into a write; once a minute is
-    # enough to tell stale tokens from live ones.
     last_used = row.last_used_at
     if last_used is None or (now - last_used).total_seconds() > 60:
         ApiToken.objects.filter(pk=row.pk).update(last_used_at=now)
         last_used = now
-    _known.put(key, (row.user, row.pk, last_used), epoch)
+    _known.put(key, (row.user, last_used), epoch)
     return row.user
 
 

@@ -190,8 +190,7 @@ def list_page(
     """
     snap, after = _snapshot(rt, namespace, opts)
     cached = isinstance(snap, CachedSnapshot)
-    label = opts.selection.exact_label() if cached else None
-    metrics.list_served(rt.plural, cached, "label" if label else "")
+    metrics.list_served(rt.plural, cached, snap.index if cached else "")
     if cached:
         return _cached_page(snap, after, opts, stored)
     chosen = opts.selection

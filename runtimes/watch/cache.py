@@ -28,7 +28,6 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import orjson
 
@@ -131,6 +130,7 @@ class CachedSnapshot:
     keys: list[Key]  # sorted
     entries: dict[Key, Entry]
     last: Key | None
+    index: str = ""  # "label" when the label index chose `keys`
 
     def stored(self, keys: Iterable[Key]) -> list[str]:
         return [self.entries[k].raw for k in keys if k in self.entries]
@@ -223,6 +223,7 @@ class WatchCache:
                 hits,
                 {k: kind.entries[k] for k in hits},
                 kind.last_key(namespace),
+                index="label",
             )
         keys = list(kind.keys(namespace))
         entries = {k: kind.entries[k] for k in keys}
@@ -239,6 +240,3 @@ class WatchCache:
         return CachedSnapshot(
             resource, namespace, revision, keys, entries, keys[-1] if keys else None
         )
-
-    def size(self) -> dict[str, Any]:
-        return {name: len(kind.entries) for name, kind in self._resources.items()}

@@ -18,7 +18,9 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from typing import Any
 
 from django.conf import settings
@@ -30,6 +32,22 @@ from runtimes.accounts.tls import ensure_certificate
 
 # Set for `--workers`' processes: their listening sockets share the ports (SO_REUSEPORT).
 SHARED_PORTS = "NODUS_SHARED_PORTS"
+
+
+@contextmanager
+def embedded_controller(enabled: bool) -> Iterator[None]:
+    """The controller in this process (one per server: the parent of `--workers`) while the
+    block runs."""
+    if not enabled:
+        yield
+        return
+    from runtimes.controller.loop import start_in_process, stop_in_process
+
+    start_in_process()
+    try:
+        yield
+    finally:
+        stop_in_process(timeout=1.0)
 
 
 class Command(BaseCommand):
@@ -91,10 +109,13 @@ class Command(BaseCommand):
         self.serve(host, port, tls_port, controller=settings.NODUS_EMBEDDED_CONTROLLER)
 
     def serve(self, host: str, port: int, tls_port: int, *, controller: bool) -> None:
-        if controller:
-            from runtimes.controller.loop import start_in_process
+        with embedded_controller(controller):
+            self._run_daphne(host, port, tls_port)
+        from runtimes.api import draining
 
-            start_in_process()
+        draining.exit_now(0)
+
+    def _run_daphne(self, host: str, port: int, tls_port: int) -> None:
         from daphne.endpoints import build_endpoint_description_strings
         from daphne.server import twisted_loop
 
@@ -128,11 +149,6 @@ class Command(BaseCommand):
         # it wants the lock back from a busy thread (the embedded controller, a big list).
         sys.setswitchinterval(settings.NODUS_SWITCH_INTERVAL_MS / 1000)
         server.run()
-        if controller:
-            from runtimes.controller.loop import stop_in_process
-
-            stop_in_process(timeout=1.0)
-        draining.exit_now(0)
 
     def supervise(self, workers: int, host: str, port: int, tls_port: int) -> None:
         """Starts `workers` processes on the same two ports (SO_REUSEPORT; the kernel spreads
@@ -146,10 +162,15 @@ class Command(BaseCommand):
             f"  workers:     {workers} (pids {', '.join(str(c.pid) for c in children)})"
         )
         self.stdout.flush()
-        if settings.NODUS_EMBEDDED_CONTROLLER:
-            from runtimes.controller.loop import start_in_process
+        with embedded_controller(settings.NODUS_EMBEDDED_CONTROLLER):
+            stopped = self._wait_for(children)
+        codes = [child.wait() for child in children]
+        sys.exit(0 if stopped and not any(codes) else 1)
 
-            start_in_process()
+    def _wait_for(self, children: list[subprocess.Popen[bytes]]) -> bool:
+        """Passes SIGTERM/SIGINT on to `children` and waits for them (NODUS_SHUTDOWN_SECONDS,
+        then kills); a child that exits by itself stops the others. Whether they were
+        stopped."""
         stopping: list[int] = []
 
         def pass_on(signum: int, _frame: Any) -> None:
@@ -172,9 +193,4 @@ class Command(BaseCommand):
                 child.wait(max(deadline - time.monotonic(), 0.1))
             except subprocess.TimeoutExpired:
                 child.kill()
-        if settings.NODUS_EMBEDDED_CONTROLLER:
-            from runtimes.controller.loop import stop_in_process
-
-            stop_in_process(timeout=1.0)
-        codes = [child.wait() for child in children]
-        sys.exit(0 if stopping and not any(codes) else 1)
+        return bool(stopping)
