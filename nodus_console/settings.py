@@ -239,6 +239,10 @@ NODUS_HUB_RING = int(os.environ.get("NODUS_HUB_RING", 4096))
 # Lists are answered from each process's watch cache (runtimes.watch.cache), kept current by
 # the hub; off, every list reads SQL.
 NODUS_WATCH_CACHE = _flag("NODUS_WATCH_CACHE", default=True)
+# With the cache on, the reads memory can answer are served on the event loop
+# (runtimes.api.loopreads); lists larger than NODUS_LIST_STREAM_BYTES stream item by item.
+NODUS_LOOP_READS = _flag("NODUS_LOOP_READS", default=True)
+NODUS_LIST_STREAM_BYTES = int(os.environ.get("NODUS_LIST_STREAM_BYTES", 256 * 1024))
 NODUS_WATCH_BOOKMARK_SECONDS = float(os.environ.get("NODUS_WATCH_BOOKMARK_SECONDS", 60))
 # A watch without timeoutSeconds ends at a random point in this range (kube: 30 to 60 minutes).
 NODUS_WATCH_TIMEOUT_RANGE = tuple(

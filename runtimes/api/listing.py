@@ -22,7 +22,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from runtimes.accounts import access
-from runtimes.api import continuation, metrics, tables
+from runtimes.api import continuation, metrics, readstate, tables
 from runtimes.api.base import KubeView, respond
 from runtimes.api.listoptions import (
     EXACT,
@@ -34,7 +34,7 @@ from runtimes.api.listoptions import (
 from runtimes.apimachinery import errors
 from runtimes.apimachinery.meta import Obj
 from runtimes.registry.resources import ResourceType
-from runtimes.storage import compaction, snapshots, store
+from runtimes.storage import snapshots, store
 from runtimes.watch import hub
 from runtimes.watch.cache import CachedSnapshot
 
@@ -87,6 +87,9 @@ def too_large(wanted: int, current: int) -> errors.ApiError:
 
 def wait_for_revision(wanted: int) -> int:
     """Waits (≤3 s) until the store has reached `wanted`; returns the current revision."""
+    known = readstate.store_reached(wanted)
+    if known is not None:
+        return known
     deadline = time.monotonic() + WAIT_FOR_REVISION_SECONDS
     current = store.current_revision()
     while current < wanted:
@@ -123,7 +126,7 @@ def _latest(
     """The latest state, from the cache once it has applied `at_least` (None: the store's
     current revision, read now: a consistent read, KEP-2340), else from SQL."""
     if getattr(settings, "NODUS_WATCH_CACHE", False):
-        wanted = store.current_revision() if at_least is None else at_least
+        wanted = readstate.current_revision() if at_least is None else at_least
         if hub.get_hub().wait_for(wanted, WAIT_FOR_REVISION_SECONDS):
             cached = _cache_at(rt, ns, None, label)
             if cached is not None and cached.revision >= wanted:
@@ -143,10 +146,10 @@ def _snapshot(rt: ResourceType, namespace: str | None, opts: ListOptions) -> tup
         revision, after = continuation.decode(opts.continue_token)
         if revision == continuation.INCONSISTENT:
             return _latest(rt, ns, label, None), after
-        if revision > store.current_revision():
+        if revision > readstate.current_revision():
             raise errors.bad_request("invalid continue token: the resourceVersion is in the future")
         # Below the event log's window every worker answers 410, whatever its cache still holds.
-        if compaction.is_expired(revision):
+        if readstate.is_expired(revision):
             raise _expired_continue(after)
         cached = _cache_at(rt, ns, revision, label)
         if cached is not None:
@@ -162,7 +165,7 @@ def _snapshot(rt: ResourceType, namespace: str | None, opts: ListOptions) -> tup
     match = opts.resource_version_match
     # Legacy rule: a resourceVersion with a limit and no match means Exact.
     if match == EXACT or (not match and opts.limit):
-        if compaction.is_expired(wanted):
+        if readstate.is_expired(wanted):
             raise errors.expired("The resourceVersion for the provided list is too old.")
         cached = _cache_at(rt, ns, wanted, label)
         if cached is not None:
@@ -281,20 +284,28 @@ class _SnapshotTries:
 def list_response(view: KubeView, request: Request, namespace: str | None) -> Response:
     namespaces = readable_namespaces(view.rt, request.user, namespace)
     opts = parse_list_options(view.rt, request.query_params, namespaces)
+    return respond(orjson.Fragment(list_body(view.rt, view.rendering, namespace, opts)))
+
+
+def list_body(
+    rt: ResourceType, rendering: tuple[str, str] | None, namespace: str | None, opts: ListOptions
+) -> bytes:
+    """The list (or Table) as JSON."""
     # The body is serialised here, while the collector is paused, so the thousands of parsed
     # objects and rows are gone before it runs again: it never has to walk them.
     with snapshots.gc_paused():
-        page = list_page(view.rt, namespace, opts, stored=True)
+        page = list_page(rt, namespace, opts, stored=True)
         items: Iterable[Any]
-        if (view.rendering or ("", ""))[0] == "Table":
+        if (rendering or ("", ""))[0] == "Table":
             # Parsed one by one as the rows are made, so only each row's metadata stays alive
             # (not 10,000 whole objects: hundreds of MB of dicts).
             items = (orjson.loads(i) if isinstance(i, str) else i for i in page.items)
         else:
             items = [orjson.Fragment(i) if isinstance(i, str) else i for i in page.items]
-        body = orjson.dumps(render_list(view, items, page.list_meta(), opts.include_object))
-        del page, items
-    return respond(orjson.Fragment(body))
+        listed = render_list(rt, rendering, items, page.list_meta(), opts.include_object)
+        body = orjson.dumps(listed)
+        del page, items, listed
+    return body
 
 
 def select(view: KubeView, request: Request, namespace: str | None) -> list[Obj]:
@@ -311,13 +322,19 @@ def _selection(rt: ResourceType, query: QueryDict, namespaces: list[str] | None)
     return selection(rt, query.get("labelSelector", ""), query.get("fieldSelector", ""), namespaces)
 
 
-def render_list(view: KubeView, objects: Iterable[Obj], list_meta: Obj, include: str) -> Obj:
-    rendering = view.rendering or ("", "")
+def render_list(
+    rt: ResourceType,
+    rendering: tuple[str, str] | None,
+    objects: Iterable[Obj],
+    list_meta: Obj,
+    include: str,
+) -> Obj:
+    rendering = rendering or ("", "")
     if rendering[0] == "Table":
-        return tables.table(view.rt, objects, rendering[1], list_meta, include)
+        return tables.table(rt, objects, rendering[1], list_meta, include)
     return {
-        "apiVersion": view.rt.api_version,
-        "kind": f"{view.rt.kind}List",
+        "apiVersion": rt.api_version,
+        "kind": f"{rt.kind}List",
         "metadata": list_meta,
         "items": objects if isinstance(objects, list) else list(objects),
     }

@@ -61,6 +61,12 @@ STORAGE_LISTS = Counter(
     "its window.",
     ["resource"],
 )
+LOOP_READS = Counter(
+    "nodus_loop_reads_total",
+    "Gets, lists and watch starts answered on the event loop from memory (runtimes.api."
+    "loopreads), with no thread hop; the rest are served by the pooled views.",
+    ["verb", "resource"],
+)
 EVENT_LOG_REVISION = Gauge(
     "nodus_event_log_revision", "The newest revision committed to the event log."
 )
@@ -89,6 +95,10 @@ def list_served(resource: str, from_cache: bool, index: str = "") -> None:
         CACHE_LISTS.labels(resource, index).inc()
     else:
         STORAGE_LISTS.labels(resource).inc()
+
+
+def loop_read(verb: str, resource: str) -> None:
+    LOOP_READS.labels(verb, resource).inc()
 
 
 def watch_opened(resource: str = "") -> None:

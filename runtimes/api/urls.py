@@ -13,6 +13,7 @@ from runtimes.api import (
     compile_view,
     discovery,
     health_views,
+    loopreads,
     objects,
     openapi_views,
 )
@@ -23,8 +24,7 @@ from runtimes.registry import authorization
 GV = f"apis/{API_VERSION}"
 
 _collection = objects.CollectionView.as_view()
-# Sync views typed as Django's path() expects; pooled() makes them async (Django awaits them).
-_item: Any = pooled(objects.ItemView.as_view())
+_pooled_item = pooled(objects.ItemView.as_view())
 
 
 def _is_watch(request: HttpRequest) -> bool:
@@ -39,11 +39,25 @@ async def collection(request: HttpRequest, **kwargs: Any) -> HttpResponseBase:
         from runtimes.api.watch import watch
 
         return await watch(request, objects.CollectionView.access, **kwargs)
-    response: HttpResponseBase = await _pooled_collection(request, **kwargs)
+    response: HttpResponseBase | None = await loopreads.serve(
+        request, objects.CollectionView, **kwargs
+    )
+    if response is None:
+        response = await _pooled_collection(request, **kwargs)
     return response
 
 
 _pooled_collection = pooled(_collection)
+
+
+@csrf_exempt
+@authorization.declare(objects.ItemView.access)
+async def item(request: HttpRequest, **kwargs: Any) -> HttpResponseBase:
+    """A GET memory can answer is served on the loop; everything else by the DRF view."""
+    response: HttpResponseBase | None = await loopreads.serve(request, objects.ItemView, **kwargs)
+    if response is None:
+        response = await _pooled_item(request, **kwargs)
+    return response
 
 
 urlpatterns = [
@@ -61,13 +75,13 @@ urlpatterns = [
         access_review.SelfSubjectAccessReviewView.as_view(),
     ),
     path(f"{GV}/namespaces/<str:namespace>/<str:plural>", collection),
-    path(f"{GV}/namespaces/<str:namespace>/<str:plural>/<str:name>", _item),
+    path(f"{GV}/namespaces/<str:namespace>/<str:plural>/<str:name>", item),
     path(
         f"{GV}/namespaces/<str:namespace>/<str:plural>/<str:name>/status",
         objects.StatusView.as_view(),
     ),
     path(f"{GV}/<str:plural>", collection),
-    path(f"{GV}/<str:plural>/<str:name>", _item),
+    path(f"{GV}/<str:plural>/<str:name>", item),
     path(
         f"{GV}/namespaces/<str:namespace>/<str:plural>/<str:name>/compile",
         compile_view.CompileView.as_view(),

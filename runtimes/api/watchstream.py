@@ -26,14 +26,14 @@ from typing import Any
 import orjson
 from django.conf import settings
 
-from runtimes.api import tables
+from runtimes.api import readstate, tables
 from runtimes.api.listing import list_page, readable_namespaces, wait_for_revision
 from runtimes.api.listoptions import ListOptions, Selection, parse_list_options
 from runtimes.apimachinery import errors
 from runtimes.apimachinery.meta import Obj
 from runtimes.registry import authorization
 from runtimes.registry.resources import ResourceType
-from runtimes.storage import compaction, store
+from runtimes.storage import compaction
 from runtimes.watch import hub
 from runtimes.watch.guard import Credential, StreamGuard
 
@@ -84,7 +84,7 @@ def plan_watch(
     """
     authorization.check(user, access, authorization.WATCH, namespace or "", kind=rt)
     if namespace is not None:
-        store.ensure_namespace(rt, namespace)
+        readstate.ensure_namespace(rt, namespace)
     opts = parse_list_options(rt, query, readable_namespaces(rt, user, namespace), watch=True)
     plan = WatchPlan(rt, namespace, opts, 0, table_version=table_version)
     if credential is not None:
@@ -107,12 +107,12 @@ def plan_watch(
         plan.initial_end_bookmark = opts.allow_bookmarks
         return plan
     if wanted is None:
-        plan.start_after = store.current_revision()
+        plan.start_after = readstate.current_revision()
         return plan
     wait_for_revision(wanted)
     plan.start_after = wanted
-    if compaction.is_expired(wanted):
-        plan.too_old = compaction.too_old(wanted, compaction.oldest_resumable())
+    if readstate.is_expired(wanted):
+        plan.too_old = compaction.too_old(wanted, readstate.oldest_resumable())
     return plan
 
 

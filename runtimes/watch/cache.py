@@ -193,6 +193,14 @@ class WatchCache:
 
     # -- reading (any thread, under the hub's lock) -----------------------------------------
 
+    def entry(self, resource: str, key: Key) -> Entry | None:
+        """The object's latest entry, or None."""
+        return self._resource(resource).entries.get(key)
+
+    def holds(self, resource: str, namespace: str) -> bool:
+        """Whether any object of `resource` is held in `namespace`."""
+        return bool(self._resource(resource).names.get(namespace))
+
     def snapshot(
         self,
         resource: str,

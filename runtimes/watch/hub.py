@@ -51,7 +51,7 @@ from runtimes.storage.eventlog import (
 )
 from runtimes.storage.models import Event, StoredObject
 from runtimes.watch import nudge
-from runtimes.watch.cache import CachedSnapshot, WatchCache
+from runtimes.watch.cache import CachedSnapshot, Entry, WatchCache
 
 log = logging.getLogger("nodus.hub")
 
@@ -251,6 +251,47 @@ class Hub:
                 return None
             since = self._events[bisect.bisect_right(self._revisions, at) :]
             return self.cache.snapshot(resource, namespace, at, since, label)
+
+    def latest_entry(self, resource: str, key: tuple[str, str]) -> tuple[Entry | None, int] | None:
+        """One object's latest entry (None: not held) and the cache's revision, or None when
+        the cache can't answer (off, not warm yet)."""
+        with self._lock:
+            if not (self.with_cache and self.cache.ready):
+                return None
+            return self.cache.entry(resource, key), self.last
+
+    def holds(self, resource: str, namespace: str) -> bool:
+        """Whether the cache holds any object of `resource` in `namespace` (so it exists)."""
+        with self._lock:
+            return self.with_cache and self.cache.ready and self.cache.holds(resource, namespace)
+
+    async def caught_up(self, revision: int, timeout: float) -> bool:
+        """Waits, without blocking the loop, until the cache has applied `revision` (True) or
+        `timeout` passes (False)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            with self._lock:
+                if self._stop.is_set():
+                    return False
+                if self.cache.ready and self.last >= revision:
+                    return True
+                seen = self.last
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return False
+            self.wake()
+            future: asyncio.Future[None] = loop.create_future()
+            try:
+                if not self.add_waiter(seen, future):
+                    continue  # it moved on meanwhile: look again
+            except TooSlow:
+                return False
+            try:
+                await asyncio.wait_for(future, remaining)
+            except TimeoutError:
+                self.discard_waiter(future)
+                return False
 
     def wait_for(self, revision: int, timeout: float) -> bool:
         """Blocks until the cache has applied `revision` (True) or `timeout` passes (False)."""
@@ -459,6 +500,11 @@ def get_hub() -> Hub:
             hub.start()
             _hub = hub
         return _hub
+
+
+def running() -> Hub | None:
+    """The process's hub if it has started (never starts it)."""
+    return _hub
 
 
 def shutdown() -> None:

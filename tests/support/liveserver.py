@@ -117,7 +117,8 @@ def self_signed_certificate(folder: Path) -> tuple[Path, Path, bytes]:
     return key_path, cert_path, cert_path.read_bytes()
 
 
-def start(data_dir: Path, tokens: dict[str, str]) -> LiveServer:
+def start(data_dir: Path, tokens: dict[str, str], **env: str) -> LiveServer:
+    """daphne on `data_dir`, with `env` (settings such as NODUS_...) on top of the usual."""
     port, tls_port = free_port(), free_port()
     key, cert, pem = self_signed_certificate(data_dir)
     log_path = data_dir / "daphne.log"
@@ -132,7 +133,7 @@ def start(data_dir: Path, tokens: dict[str, str]) -> LiveServer:
             "nodus_console.asgi:application",
         ],
         cwd=REPO,
-        env=server_environment(data_dir),
+        env={**server_environment(data_dir), **env},
         stdout=log,
         stderr=subprocess.STDOUT,
     )
