@@ -280,6 +280,9 @@ NODUS_TOKEN_FAILURE_WINDOW = float(os.environ.get("NODUS_TOKEN_FAILURE_WINDOW", 
 # A token's user and a caller's role, once found, are reused while access is unchanged and for
 # at most this long (runtimes.accounts.memo); 0 looks them up on every request.
 NODUS_ACCESS_CACHE_SECONDS = float(os.environ.get("NODUS_ACCESS_CACHE_SECONDS", 2.0))
+# When a token was last used is written at most once a minute per token, by a thread every this
+# many seconds (runtimes.accounts.tokens), never by the request; 0 writes it in the request.
+NODUS_TOKEN_TOUCH_SECONDS = float(os.environ.get("NODUS_TOKEN_TOUCH_SECONDS", 10.0))
 NODUS_STREAM_POLL_SECONDS = float(os.environ.get("NODUS_STREAM_POLL_SECONDS", 1.0))
 NODUS_STREAM_RECHECK_SECONDS = float(os.environ.get("NODUS_STREAM_RECHECK_SECONDS", 30))
 

@@ -20,6 +20,8 @@ from nodus_console.settings import *  # noqa: F403
 
 # API views run on the test's own thread, inside its transaction (runtimes.api.viewpool).
 NODUS_VIEW_POOL = False
+# A token's last use is written by the request that used it, in the test's transaction.
+NODUS_TOKEN_TOUCH_SECONDS = 0
 
 # The actors fixture hashes a password per actor per test; PBKDF2 would cost seconds a test.
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

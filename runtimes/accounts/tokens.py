@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 import secrets
+import threading
+import time
+from datetime import datetime
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
+from django.db import close_old_connections, transaction
 from django.utils import timezone
 
 from runtimes.accounts import revocation
 from runtimes.accounts.memo import EpochMemo
 from runtimes.storage.models import ApiToken
+
+log = logging.getLogger("nodus.tokens")
 
 PREFIX = "nodus_"
 # digest -> (user, when last_used_at was last written); see accounts.memo.
@@ -30,16 +38,28 @@ def create_token(user: AbstractBaseUser, name: str) -> tuple[ApiToken, str]:
     return row, token
 
 
-def user_for(token: str) -> AbstractBaseUser | None:
-    key = digest(token)
-    epoch = revocation.current()
-    now = timezone.now()
+def remembered(token: str) -> AbstractBaseUser | None:
+    """The token's user when it was looked up a moment ago (memory only), else None."""
+    return _remembered(digest(token), timezone.now())
+
+
+def _remembered(key: str, now: datetime) -> AbstractBaseUser | None:
     # Writing last_used on every request would turn every read into a write; once a minute is
     # enough to tell stale tokens from live ones. A remembered token due for that write is
     # looked up again, so the write follows a fresh check.
     known = _known.get(key)
     if known is not None and (now - known[1]).total_seconds() <= 60:
         return known[0]  # type: ignore[no-any-return]
+    return None
+
+
+def user_for(token: str) -> AbstractBaseUser | None:
+    key = digest(token)
+    epoch = revocation.current()
+    now = timezone.now()
+    user = _remembered(key, now)
+    if user is not None:
+        return user
     row = (
         ApiToken.objects.select_related("user")
         .filter(digest=key, revoked_at__isnull=True, user__is_active=True)
@@ -49,10 +69,59 @@ def user_for(token: str) -> AbstractBaseUser | None:
         return None
     last_used = row.last_used_at
     if last_used is None or (now - last_used).total_seconds() > 60:
-        ApiToken.objects.filter(pk=row.pk).update(last_used_at=now)
+        _touches.note(row.pk, now)
         last_used = now
     _known.put(key, (row.user, last_used), epoch)
     return row.user
+
+
+class _Touches:
+    """`last_used_at` writes, off the request path: a read is never a write transaction (on
+    SQLite every write waits for the one writer). Noted tokens are written together every
+    `NODUS_TOKEN_TOUCH_SECONDS` (10) by a thread of their own; 0 writes at once (the
+    in-process tests). At most that long of "last used" is lost if the process dies."""
+
+    def __init__(self) -> None:
+        self._due: dict[int, datetime] = {}
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    @staticmethod
+    def every() -> float:
+        return float(getattr(settings, "NODUS_TOKEN_TOUCH_SECONDS", 10.0))
+
+    def note(self, pk: int, when: datetime) -> None:
+        if self.every() <= 0:
+            ApiToken.objects.filter(pk=pk).update(last_used_at=when)
+            return
+        with self._lock:
+            self._due[pk] = when
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="nodus-token-touches", daemon=True
+                )
+                self._thread.start()
+
+    def flush(self) -> None:
+        with self._lock:
+            due, self._due = self._due, {}
+        if due:
+            with transaction.atomic():
+                for pk, when in due.items():
+                    ApiToken.objects.filter(pk=pk).update(last_used_at=when)
+
+    def _run(self) -> None:
+        while True:
+            time.sleep(self.every())
+            try:
+                self.flush()
+            except Exception:  # the database is away: these few are lost, the next go through
+                log.warning("could not record when tokens were last used", exc_info=True)
+            finally:
+                close_old_connections()
+
+
+_touches = _Touches()
 
 
 def revoke(row: ApiToken) -> None:

@@ -6,12 +6,12 @@ as JSON, by a bearer token seen in the last seconds) need no database at all onc
 current revision is known, and that is read once for all the reads waiting together
 (`readstate.probe`). Those are answered here, on the loop, with no thread hop.
 
-Nothing is decided differently: the caller is authenticated and authorized by the same code
-(`throttling.bearer_user`, `authorization.check`), which here can answer only from what was
-looked up a moment ago (`accounts.memo`); the list is the same `listing.list_page` and
-`list_body`. Whatever would need the database (a token or role not looked up recently, a
-namespace the cache holds nothing in, a continue token, an older resourceVersion) or would not
-be a 200 (a refusal, a missing object, another media type) falls through to the pooled view,
+Nothing is decided differently: the caller is the token's user as `bearer_user` found it a
+moment ago (`throttling.remembered_bearer_user`, the same limiter first), authorized by the same
+`authorization.check`, whose role lookups here answer only from memory (`accounts.memo`); the
+list is the same `listing.list_page`. Whatever would need the database (a token or role not
+looked up recently, a continue token, an older resourceVersion) or would not be a 200 (a
+refusal, a missing object, another media type, `pretty`) falls through to the pooled view,
 which answers it exactly as before. Django itself refuses ORM calls on the loop
 (`SynchronousOnlyOperation`), so a lookup that was not remembered cannot block it.
 """
@@ -27,7 +27,7 @@ from django.conf import settings
 from django.core.exceptions import SynchronousOnlyOperation
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, StreamingHttpResponse
 
-from runtimes.accounts.throttling import bearer_user
+from runtimes.accounts.throttling import remembered_bearer_user
 from runtimes.api import listing, media, metrics, readstate, viewpool
 from runtimes.api.authentication import client_address
 from runtimes.api.base import KubeView
@@ -57,10 +57,7 @@ def remembered_caller(request: HttpRequest) -> tuple[Any, str] | None:
     token = token.strip()
     if scheme.lower() != "bearer" or not token:
         return None
-    try:
-        user = bearer_user(token, client_address(request.META))
-    except (errors.ApiError, SynchronousOnlyOperation):
-        return None
+    user = remembered_bearer_user(token, client_address(request.META))
     return None if user is None else (user, token)
 
 
@@ -74,6 +71,8 @@ def _servable_query(request: HttpRequest, view: type[KubeView]) -> bool:
         and (match is None or (match == "NotOlderThan" and resource_version == "0"))
         # Plain JSON is what the view would answer (not a Table kubectl asks for first).
         and media.accepted_as(request, view.renderings) == ("", "")
+        and not media.wants_pretty(request)
+        and not media.wants_yaml(request)
     )
 
 
@@ -156,8 +155,6 @@ def _list(rt: ResourceType, namespace: str | None, opts: ListOptions) -> HttpRes
     """The list as `listing.list_body` writes it; past `NODUS_LIST_STREAM_BYTES`, streamed
     item by item (KEP-5116) with its length said up front, so no body is ever built whole and
     the loop serves others between chunks."""
-    if namespace is not None:
-        readstate.ensure_namespace(rt, namespace)
     page = listing.list_page(rt, namespace, opts, stored=True)
     texts: list[str] = page.items  # from the cache: always the stored JSON text
     empty = listing.render_list(rt, ("", ""), [], page.list_meta(), opts.include_object)
