@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -50,6 +51,8 @@ class KubeView(APIView):
     # What the endpoint asks of its caller (runtimes.registry.authorization); every concrete
     # view declares its own.
     access: authorization.Access
+    # No OPTIONS: kube-apiserver answers it 405 MethodNotAllowed, not with DRF's metadata.
+    http_method_names = ["get", "post", "put", "patch", "delete", "head"]
     permission_classes = [DeclaredAccess]
     content_negotiation_class = media.KubeNegotiation
     renderer_classes = [media.KubeJSONRenderer]
@@ -81,7 +84,7 @@ class KubeView(APIView):
                     "NotFound", "the server could not find the requested resource"
                 )
             self.rt = rt
-            if namespaced_path and request.user.is_authenticated:
+            if namespaced_path and request.user.is_authenticated and self.needs_namespace(request):
                 # Projects are namespaces and their names are no secret to signed-in users: an
                 # unknown one answers `namespaces "x" not found` (what kubectl prints for
                 # `get tr x -n nope`) before the role check could answer 403.
@@ -98,6 +101,10 @@ class KubeView(APIView):
             kwargs.get("name", ""),
             getattr(self, "rt", None),
         )
+
+    def needs_namespace(self, request: Request) -> bool:
+        """Whether this request is refused in a namespace that doesn't exist."""
+        return True
 
     def refuse_unservable(self, request: Request) -> None:
         """Raises for a request this view cannot serve whoever sends it (a method at the wrong
@@ -134,9 +141,28 @@ class KubeView(APIView):
             )
         return body
 
+    def require_type_meta(self, body: dict[str, Any]) -> None:
+        """A body sent whole (create, update, apply) names its kind and apiVersion, as kube's
+        decoder requires."""
+        for key, label in (("kind", "Kind"), ("apiVersion", "apiVersion")):
+            if not body.get(key):
+                shown = orjson.dumps(body).decode(errors="replace")
+                shown = shown if len(shown) <= 1024 else shown[:1024] + "..."
+                raise errors.bad_request(
+                    f"Object '{label}' is missing in '{shown}'",
+                    fix=f"Start the manifest with `apiVersion: {self.rt.api_version}` and "
+                    f"`kind: {self.rt.kind}`.",
+                )
+
     def check_identity(
-        self, body: dict[str, Any], namespace: str | None, name: str | None = None
+        self,
+        body: dict[str, Any],
+        namespace: str | None,
+        name: str | None = None,
+        whole: bool = False,
     ) -> None:
+        """The body's kind, namespace and name agree with the URL; `whole` (a PUT) must name
+        the object itself."""
         rt = self.rt
         api_version = body.get("apiVersion")
         if api_version not in (None, "", rt.api_version):
@@ -151,7 +177,7 @@ class KubeView(APIView):
             )
         meta = body.get("metadata")
         if meta is None:
-            return
+            meta = {}
         if not isinstance(meta, dict):
             raise errors.bad_request("metadata must be an object")
         body_ns = meta.get("namespace")
@@ -163,7 +189,8 @@ class KubeView(APIView):
                 f"(`kubectl -n {body_ns}`).",
             )
         body_name = meta.get("name")
-        if name is not None and body_name and body_name != name:
+        if name is not None and (body_name or whole) and body_name != name:
             raise errors.bad_request(
-                f"the name of the object ({body_name}) does not match the name on the URL ({name})"
+                f"the name of the object ({body_name or ''}) does not match the name on the URL "
+                f"({name})"
             )

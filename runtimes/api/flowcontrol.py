@@ -140,6 +140,12 @@ def _is_collection(path: str) -> bool:
     return len(rest) == 1 or (len(rest) == 3 and rest[0] == "namespaces")
 
 
+def _is_legacy_watch(path: str) -> bool:
+    """/apis/GROUP/VERSION/watch/...: kube's deprecated watch paths (a collection or one name)."""
+    parts = path.strip("/").split("/")
+    return len(parts) >= 5 and parts[0] == "apis" and parts[3] == "watch"
+
+
 def _lists_first(query: dict[str, list[str]]) -> bool:
     """Whether a watch starts with the current state (watchstream.plan_watch's rule)."""
     initial = (query.get("sendInitialEvents") or [""])[0].lower()
@@ -159,6 +165,8 @@ def classify(scope: Scope) -> Demand | None:
     if scope["type"] == "websocket":
         return Demand(WATCH, lists_first=_is_collection(path) and _lists_first(query))
     method = str(scope.get("method") or "GET")
+    if method in {"GET", "HEAD"} and _is_legacy_watch(path):
+        return Demand(WATCH, lists_first=_lists_first(query))
     if method in {"GET", "HEAD"} and _is_collection(path):
         if (query.get("watch") or [""])[0].lower() in TRUE:
             return Demand(WATCH, lists_first=_lists_first(query))

@@ -308,14 +308,15 @@ def list_body(
     return body
 
 
-def select(view: KubeView, request: Request, namespace: str | None) -> list[Obj]:
-    """Every visible object the request's selectors match (deletecollection)."""
+def select(view: KubeView, request: Request, namespace: str | None) -> Page:
+    """Every visible object the request's selectors match (deletecollection), with the
+    revision they were read at."""
     query: QueryDict = request.query_params
     namespaces = readable_namespaces(view.rt, request.user, namespace)
     opts = ListOptions(
         selection=_selection(view.rt, query, namespaces),
     )
-    return list_page(view.rt, namespace, opts).items
+    return list_page(view.rt, namespace, opts)
 
 
 def _selection(rt: ResourceType, query: QueryDict, namespaces: list[str] | None) -> Selection:

@@ -110,7 +110,24 @@ class KubeJSONRenderer(renderers.BaseRenderer):
     ) -> bytes:
         if data is None:
             return b""
+        request = (renderer_context or {}).get("request")
+        if request is not None and wants_pretty(request):
+            # Stored text is embedded as it is (orjson.Fragment): read back to indent it all.
+            return orjson.dumps(orjson.loads(orjson.dumps(data)), option=orjson.OPT_INDENT_2)
         return orjson.dumps(data)
+
+
+_TRUE = {"1", "t", "T", "true", "TRUE", "True"}
+_PRETTY_AGENTS = ("curl", "Wget", "Mozilla/5.0")
+
+
+def wants_pretty(request: Any) -> bool:
+    """kube-apiserver's rule: `?pretty=` parsed as a Go bool when given, else indented for
+    curl, Wget and browsers (by User-Agent)."""
+    value = request.GET.get("pretty", "")
+    if value:
+        return value in _TRUE
+    return str(request.META.get("HTTP_USER_AGENT", "")).startswith(_PRETTY_AGENTS)
 
 
 @dataclass(frozen=True)
@@ -146,6 +163,8 @@ def accepted_as(
     """
     header = request.META.get("HTTP_ACCEPT", "") or "*/*"
     for media in parse_accept(header):
+        if media.type == YAML and "as" not in media.params:
+            return ("", "")  # written as YAML (`wants_yaml`)
         if not _json_like(media.type) and media.type != "application/json;stream=watch":
             continue
         as_ = media.params.get("as")
@@ -170,6 +189,16 @@ def accepted_as(
     return None
 
 
+def wants_yaml(request: Request | Any) -> bool:
+    """Whether the first media type in Accept that can be served is plain YAML."""
+    for media in parse_accept(request.META.get("HTTP_ACCEPT", "") or "*/*"):
+        if media.type == YAML and "as" not in media.params:
+            return True
+        if _json_like(media.type) or media.type == "application/json;stream=watch":
+            return False
+    return False
+
+
 def not_acceptable() -> exceptions.NotAcceptable:
     return exceptions.NotAcceptable(
         "only the following media types are accepted: application/json, "
@@ -177,8 +206,25 @@ def not_acceptable() -> exceptions.NotAcceptable:
     )
 
 
+class KubeYAMLRenderer(renderers.BaseRenderer):
+    """`Accept: application/yaml`, as kube-apiserver writes objects and lists in YAML."""
+
+    media_type = YAML
+    format = "yaml"
+    charset = None
+
+    def render(
+        self, data: Any, accepted_media_type: Any = None, renderer_context: Any = None
+    ) -> bytes:
+        if data is None:
+            return b""
+        plain = orjson.loads(orjson.dumps(data))  # stored text (orjson.Fragment) read back
+        return yamlcodec.dump(plain).encode()
+
+
 class KubeNegotiation(negotiation.BaseContentNegotiation):
-    """Always renders JSON; the views decide between plain objects and Tables via Accept."""
+    """JSON, or YAML when Accept puts it first; the views decide between plain objects and
+    Tables via Accept."""
 
     def select_parser(self, request: Request, parsers: list[Any]) -> Any:
         return negotiation.DefaultContentNegotiation().select_parser(request, parsers)
@@ -186,4 +232,6 @@ class KubeNegotiation(negotiation.BaseContentNegotiation):
     def select_renderer(
         self, request: Request, renderers: list[Any], format_suffix: Any = None
     ) -> Any:
+        if wants_yaml(request):
+            return (KubeYAMLRenderer(), YAML)
         return (KubeJSONRenderer(), JSON)

@@ -49,15 +49,24 @@ class CollectionView(KubeView):
                 f"{self.rt.plural} (`kubectl create -n PROJECT -f ...`).",
             )
 
+    def needs_namespace(self, request: Request) -> bool:
+        # A list (or watch) in a namespace that doesn't exist is empty, as in kube.
+        return request.method != "GET"
+
     def get(self, request: Request, plural: str, namespace: str | None = None) -> Response:
-        if namespace is not None:
-            store.ensure_namespace(self.rt, namespace)
         return listing.list_response(self, request, namespace)
 
     def post(self, request: Request, plural: str, namespace: str | None = None) -> Response:
         body = self.body_object(request)
-        self.check_identity(body, namespace)
         options, decoding, manager = self.write_context(request, "CreateOptions")
+        self.require_type_meta(body)
+        self.check_identity(body, namespace)
+        if (body.get("metadata") or {}).get("resourceVersion"):
+            raise errors.bad_request(
+                "resourceVersion should not be set on objects to be created",
+                fix="Drop metadata.resourceVersion (and uid) from the manifest, or update the "
+                "existing object with `kubectl apply` / `kubectl replace`.",
+            )
         result = store.create(
             self.rt,
             namespace,
@@ -70,9 +79,9 @@ class CollectionView(KubeView):
 
     def delete(self, request: Request, plural: str, namespace: str | None = None) -> Response:
         options = delete_options(request.query_params, request.data)
-        objects = listing.select(self, request, namespace)
+        selected = listing.select(self, request, namespace)
         gone = []
-        for obj in objects:
+        for obj in selected.items:
             result = store.delete(
                 self.rt,
                 obj["metadata"].get("namespace"),
@@ -84,7 +93,8 @@ class CollectionView(KubeView):
             {
                 "apiVersion": self.rt.api_version,
                 "kind": f"{self.rt.kind}List",
-                "metadata": {},
+                # As kube: the list's, read before the deletes.
+                "metadata": {"resourceVersion": str(selected.revision)},
                 "items": gone,
             }
         )
@@ -143,8 +153,9 @@ class ItemView(KubeView):
         self, request: Request, plural: str, name: str, namespace: str | None = None
     ) -> Response:
         body = self.body_object(request)
-        self.check_identity(body, namespace, name)
         options, decoding, manager = self.write_context(request, "UpdateOptions")
+        self.require_type_meta(body)
+        self.check_identity(body, namespace, name, whole=True)
         self._get_or_explain(namespace, name)
         result = store.update(
             self.rt,
@@ -168,6 +179,7 @@ class ItemView(KubeView):
         if apply:
             if not isinstance(body, dict):
                 raise errors.bad_request("an apply patch must be one object (YAML or JSON)")
+            self.require_type_meta(body)
             self.check_identity(body, namespace, name)
             change, record = patching.apply_change(
                 self.rt, body, manager, bool(options.force), name, self.subresource
@@ -245,10 +257,9 @@ class ItemView(KubeView):
         return respond(result.object)
 
     def _write_response(self, result: store.WriteResult, decoding: list[str]) -> Response:
-        warnings = decoding + result.warnings
-        if result.deleted:
-            return respond(deleted_status(self.rt, result.object), 200, warnings)
-        return respond(result.object, 200, warnings)
+        # An update that removed the last finalizer of an object being deleted deleted it; kube
+        # answers with the object as last written, not a Status (kubectl prints `patched`).
+        return respond(result.object, 200, decoding + result.warnings)
 
     def _check_content_type(self, request: Request, allowed: tuple[str, ...]) -> str:
         content_type = (request.content_type or "").split(";", 1)[0].strip().lower()

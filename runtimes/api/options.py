@@ -101,6 +101,15 @@ def delete_options(query: QueryDict, body: Any) -> DeleteOptions:
     allowed = ["Background", "Foreground", "Orphan"]
     if policy is not None and policy not in allowed:
         problems.append(not_supported("propagationPolicy", policy, allowed))
+    orphan = body.get("orphanDependents", query.get("orphanDependents"))
+    if orphan is not None and policy is not None:
+        problems.append(
+            invalid(
+                "propagationPolicy",
+                policy,
+                "orphanDependents and deletionPropagation cannot be both set",
+            )
+        )
     grace = body.get("gracePeriodSeconds", query.get("gracePeriodSeconds"))
     if grace is not None:
         try:

@@ -9,9 +9,9 @@ before the request cannot vouch for writes committed before it. kube-apiserver's
 batches its etcd progress requests the same way.
 
 While a request runs with a known `StoreState` (`known(state)`), listing and watch planning
-ask that state instead of the database: `current_revision()`, `wait_for_revision()`,
-`is_expired()`, `ensure_namespace()` (a namespace the cache holds objects in exists). What
-memory can't answer raises `WouldBlock`, and the request is served on the pool like any other.
+ask that state instead of the database: `current_revision()`, `store_reached()`,
+`is_expired()`, `oldest_resumable()`. What memory can't answer raises `WouldBlock`, and the
+request is served on the pool like any other.
 Without a known state every helper reads the database, as before.
 """
 
@@ -24,9 +24,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 
 from runtimes.api import viewpool
-from runtimes.registry.resources import ResourceType
 from runtimes.storage import compaction, store
-from runtimes.watch import hub
 
 
 class WouldBlock(Exception):
@@ -83,13 +81,6 @@ def oldest_resumable() -> int:
     if state.floor is None:
         raise WouldBlock
     return max(state.floor - 1, 0)
-
-
-def ensure_namespace(rt: ResourceType, namespace: str) -> None:
-    if _state.get() is None:
-        store.ensure_namespace(rt, namespace)
-    elif rt.namespaced and not hub.get_hub().holds(rt.key, namespace):
-        raise WouldBlock
 
 
 class _Probe:

@@ -91,6 +91,8 @@ def row(rt: ResourceType, obj: Obj, version: str, include: str = "Metadata") -> 
         result["object"] = obj
     elif include == "Metadata":
         result["object"] = partial_metadata(obj, version)
+    else:  # None: kube's TableRow still writes the key (a RawExtension is never omitted)
+        result["object"] = None
     return result
 
 

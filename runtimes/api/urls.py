@@ -51,6 +51,26 @@ _pooled_collection = pooled(_collection)
 
 
 @csrf_exempt
+@authorization.declare(objects.CollectionView.access)
+async def legacy_watch(request: HttpRequest, **kwargs: Any) -> HttpResponseBase:
+    """kube's deprecated watch paths, `/apis/GROUP/VERSION/watch/...`: the collection's watch,
+    one name's with `metadata.name=NAME` added to the field selector."""
+    from runtimes.api.watch import watch
+
+    query = request.GET.copy()
+    query["watch"] = "true"
+    name = kwargs.pop("name", None)
+    if name is not None:
+        given = query.get("fieldSelector", "")
+        query["fieldSelector"] = f"metadata.name={name}" + (f",{given}" if given else "")
+    query._mutable = False
+    request.GET = query  # type: ignore[assignment]  # made read-only again just above
+    if request.method != "GET":
+        return await _pooled_collection(request, **kwargs)  # answers 405 as for any path
+    return await watch(request, objects.CollectionView.access, **kwargs)
+
+
+@csrf_exempt
 @authorization.declare(objects.ItemView.access)
 async def item(request: HttpRequest, **kwargs: Any) -> HttpResponseBase:
     """A GET memory can answer is served on the loop; everything else by the DRF view."""
@@ -74,6 +94,10 @@ urlpatterns = [
         f"apis/{access_review.API_VERSION}/{access_review.PLURAL}",
         access_review.SelfSubjectAccessReviewView.as_view(),
     ),
+    path(f"{GV}/watch/namespaces/<str:namespace>/<str:plural>", legacy_watch),
+    path(f"{GV}/watch/namespaces/<str:namespace>/<str:plural>/<str:name>", legacy_watch),
+    path(f"{GV}/watch/<str:plural>", legacy_watch),
+    path(f"{GV}/watch/<str:plural>/<str:name>", legacy_watch),
     path(f"{GV}/namespaces/<str:namespace>/<str:plural>", collection),
     path(f"{GV}/namespaces/<str:namespace>/<str:plural>/<str:name>", item),
     path(

@@ -69,7 +69,7 @@ async def prepare(
         return on_loop
     user, credential = await authenticate(request)
     rendering = media.accepted_as(request, ("Table",))
-    if rendering is None:
+    if rendering is None or media.wants_yaml(request):  # kube streams no YAML either
         raise errors.ApiError("NotAcceptable", str(media.not_acceptable().detail))
     table_version = rendering[1] if rendering[0] == "Table" else None
     plan: WatchPlan = await viewpool.run(
@@ -87,7 +87,7 @@ async def plan_on_loop(
         return None
     caller = loopreads.remembered_caller(request)
     rendering = media.accepted_as(request, ("Table",))
-    if caller is None or rendering is None:
+    if caller is None or rendering is None or media.wants_yaml(request):
         return None
     # Any start point: the plan reads the store's revision and compaction floor, and its
     # initial list (if any) needs the cache caught up with them.

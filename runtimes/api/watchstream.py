@@ -82,9 +82,8 @@ def plan_watch(
     the WebSocket consumer's); both go through the same check, at the start and, with the
     caller's `credential`, again whenever access may have been taken away.
     """
+    # A watch in a namespace that doesn't exist (yet) is quiet, as in kube: no 404.
     authorization.check(user, access, authorization.WATCH, namespace or "", kind=rt)
-    if namespace is not None:
-        readstate.ensure_namespace(rt, namespace)
     opts = parse_list_options(rt, query, readable_namespaces(rt, user, namespace), watch=True)
     plan = WatchPlan(rt, namespace, opts, 0, table_version=table_version)
     if credential is not None:

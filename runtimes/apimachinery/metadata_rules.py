@@ -237,6 +237,45 @@ def validate_finalizers(finalizers: Any, path: str = "metadata.finalizers") -> l
     return errors
 
 
+def validate_owner_references(
+    owners: Any, path: str = "metadata.ownerReferences"
+) -> list[FieldError]:
+    """kube's ValidateOwnerReferences: apiVersion (with a version), kind, name and uid are
+    required in each, and at most one may be the controller."""
+    if owners is None:
+        return []
+    if not isinstance(owners, list):
+        return [invalid(path, _shown(owners), "must be a list")]
+    errors: list[FieldError] = []
+    controller = ""
+    for index, owner in enumerate(owners):
+        if not isinstance(owner, dict):
+            errors.append(invalid(f"{path}[{index}]", _shown(owner), "must be an object"))
+            continue
+        api_version = str(owner.get("apiVersion") or "")
+        if not api_version.rpartition("/")[2]:
+            errors.append(invalid(f"{path}.apiVersion", api_version, "version must not be empty"))
+        for key in ("kind", "name", "uid"):
+            if not owner.get(key):
+                errors.append(
+                    invalid(f"{path}.{key}", str(owner.get(key) or ""), f"{key} must not be empty")
+                )
+        if owner.get("controller") is True:
+            this = f"{owner.get('kind')}/{owner.get('name')}"
+            if controller:
+                errors.append(
+                    invalid(
+                        path,
+                        _shown(owners),
+                        'Only one reference can have Controller set to true. Found "true" in '
+                        f"references for {controller} and {this}",
+                    )
+                )
+            else:
+                controller = this
+    return errors
+
+
 def finalizer_warnings(finalizers: Any, path: str = "metadata.finalizers") -> list[str]:
     """The warning kube-apiserver gives custom resources for finalizers without a domain."""
     if not isinstance(finalizers, list):

@@ -71,9 +71,7 @@ def metadata_errors(obj: Obj, namespaced: bool, old: Obj | None) -> list[FieldEr
     problems += metadata_rules.validate_labels(meta.get("labels"), "metadata.labels")
     problems += metadata_rules.validate_annotations(meta.get("annotations"), "metadata.annotations")
     problems += metadata_rules.validate_finalizers(meta.get("finalizers"), "metadata.finalizers")
-    owners = meta.get("ownerReferences")
-    if owners is not None and not isinstance(owners, list):
-        problems.append(invalid("metadata.ownerReferences", owners, "must be a list"))
+    problems += metadata_rules.validate_owner_references(meta.get("ownerReferences"))
     if old is not None and old["metadata"].get("deletionTimestamp"):
         before = set(old["metadata"].get("finalizers") or [])
         if any(f not in before for f in meta.get("finalizers") or []):

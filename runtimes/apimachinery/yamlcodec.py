@@ -38,9 +38,17 @@ YAMLError = yaml.YAMLError
 
 Loader = type[yaml.SafeLoader] | type[yaml.CSafeLoader]
 LOADER: Loader = yaml.CSafeLoader if yaml.__with_libyaml__ else yaml.SafeLoader
+_Dumper: type[yaml.SafeDumper] | type[yaml.CSafeDumper] = (
+    yaml.CSafeDumper if yaml.__with_libyaml__ else yaml.SafeDumper
+)
 # A body libyaml refuses is parsed again by PyYAML for its message only up to this size: PyYAML
 # takes about ten times libyaml's time, and a 3 MiB body would hold a worker for seconds.
 PURE_FALLBACK_MAX_BYTES = 64 * 1024
+
+
+def dump(data: Any) -> str:
+    """YAML as kubectl and kube-apiserver write it: keys in their order, block style."""
+    return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=1 << 16)
 
 
 def load(text: str | bytes) -> Any:

@@ -122,7 +122,7 @@ def check(
     Until it is known (DRF's permission step runs before the view resolves the URL), only the
     caller is checked, so an anonymous caller gets 401 before any 404; the view checks again
     once it knows the kind. A method the declaration does not map needs only a signed-in
-    caller: the view answers it 405 (or, for OPTIONS, with DRF's metadata), as it always has.
+    caller: the view answers it 405, as kube-apiserver does.
     """
     if access.admits_anonymous:
         return

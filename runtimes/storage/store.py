@@ -185,7 +185,8 @@ def create(
         if dry_run:
             if _exists(rt, ns, obj["metadata"]["name"]):
                 raise errors.already_exists(rt.plural, rt.group, obj["metadata"]["name"])
-            obj["metadata"]["resourceVersion"] = ""
+            # Nothing was stored, so no revision: kube leaves the field out.
+            obj["metadata"].pop("resourceVersion", None)
             return WriteResult(obj, warnings, created=True)
         try:
             _commit(rt, ns, obj["metadata"]["name"], None, obj, None)

@@ -197,10 +197,6 @@ class WatchCache:
         """The object's latest entry, or None."""
         return self._resource(resource).entries.get(key)
 
-    def holds(self, resource: str, namespace: str) -> bool:
-        """Whether any object of `resource` is held in `namespace`."""
-        return bool(self._resource(resource).names.get(namespace))
-
     def snapshot(
         self,
         resource: str,

@@ -260,11 +260,6 @@ class Hub:
                 return None
             return self.cache.entry(resource, key), self.last
 
-    def holds(self, resource: str, namespace: str) -> bool:
-        """Whether the cache holds any object of `resource` in `namespace` (so it exists)."""
-        with self._lock:
-            return self.with_cache and self.cache.ready and self.cache.holds(resource, namespace)
-
     async def caught_up(self, revision: int, timeout: float) -> bool:
         """Waits, without blocking the loop, until the cache has applied `revision` (True) or
         `timeout` passes (False)."""

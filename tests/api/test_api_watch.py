@@ -355,7 +355,7 @@ def test_it_keeps_the_initial_events_end_annotation_in_table_bookmarks(
         watcher.close()
     assert added["type"] == "ADDED"
     assert added["object"]["columnDefinitions"]
-    assert "object" not in added["object"]["rows"][0]  # includeObject=None
+    assert added["object"]["rows"][0]["object"] is None  # includeObject=None: kube writes null
     assert bookmark["type"] == "BOOKMARK"
     table = bookmark["object"]
     assert table["kind"] == "Table"
@@ -364,3 +364,31 @@ def test_it_keeps_the_initial_events_end_annotation_in_table_bookmarks(
     assert len(row["cells"]) == len(added["object"]["rows"][0]["cells"])
     assert row["object"]["kind"] == "PartialObjectMetadata"
     assert row["object"]["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}
+
+
+def test_the_deprecated_watch_paths_stream_the_collection_or_one_name(
+    alice: httpx.Client, tag: str
+) -> None:
+    """kube still serves /apis/GROUP/VERSION/watch/...: the collection's watch, and one
+    object's (its name as a field selector); both start after the given resourceVersion."""
+    create(alice, f"lw-a-{tag}", tag)
+    since = current(alice)
+    legacy = f"{GV}/watch/namespaces/demo/trainingruntimes"
+    collection = Watcher(alice, f"{legacy}?labelSelector=t={tag}&resourceVersion={since}")
+    one = Watcher(alice, f"{legacy}/lw-a-{tag}?resourceVersion={since}")
+    assert (collection.status, one.status) == (200, 200)
+    create(alice, f"lw-b-{tag}", tag)
+    merge(alice, f"lw-a-{tag}", {"metadata": {"annotations": {"seen": "yes"}}})
+    got = [(e["type"], e["object"]["metadata"]["name"]) for e in collection.take(2)]
+    assert got == [("ADDED", f"lw-b-{tag}"), ("MODIFIED", f"lw-a-{tag}")]
+    mine = one.next()
+    assert mine is not None
+    assert (mine["type"], mine["object"]["metadata"]["name"]) == ("MODIFIED", f"lw-a-{tag}")
+    collection.close()
+    one.close()
+
+
+def test_a_watch_asking_for_yaml_is_406_as_in_kube(alice: httpx.Client) -> None:
+    answer = alice.get(DEMO, params={"watch": "true"}, headers={"Accept": "application/yaml"})
+    assert answer.status_code == 406
+    assert answer.json()["reason"] == "NotAcceptable"

@@ -157,18 +157,19 @@ def test_a_watch_started_on_the_loop_delivers_what_follows(server: LiveServer) -
 
 
 def test_what_the_loop_cannot_answer_goes_to_the_pool(server: LiveServer) -> None:
-    """Missing objects, forbidden reads, unknown projects, old revisions and other media types
-    are answered by the pooled views, as before."""
+    """Missing objects, forbidden reads, writes, old revisions, pretty output and other media
+    types are answered by the pooled views, as before."""
     with server.client("bob") as bob:
         bob.get(DEMO).raise_for_status()
         before = loop_reads(server, "get") + loop_reads(server, "list")
         assert bob.get(f"{DEMO}/nope").status_code == 404
-        assert bob.get("/apis/nodus.dev/v1beta1/namespaces/nowhere/trainingruntimes").status_code
         refused = bob.post(DEMO, json=manifest("not-mine"))
         assert refused.status_code == 403
         for path in (DEMO, f"{DEMO}/loop-a"):  # what kubectl get asks for
             table = bob.get(path, headers={"Accept": KUBECTL_GET})
             assert table.json()["kind"] == "Table", path
+        pretty = bob.get(DEMO, params={"pretty": "true"})
+        assert pretty.text.startswith('{\n  "apiVersion"')
         exact = bob.get(DEMO, params={"resourceVersion": "1", "resourceVersionMatch": "Exact"})
         assert exact.status_code in (200, 410)
         assert loop_reads(server, "get") + loop_reads(server, "list") == before
