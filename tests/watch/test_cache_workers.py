@@ -8,11 +8,12 @@ second) and PostgreSQL + Redis (A's commits nudge B). The windows are made small
 that going below both takes a few hundred writes.
 
 They check, against B while A writes: a list without resourceVersion shows a write just made
-on A (a consistent read served from B's cache, not from SQL); continue pages stay at the first
-page's revision however the objects change meanwhile; a continue token, an Exact list and a
-watch from below the window answer 410 Expired as kube-apiserver does; a selector watch sees
-objects enter and leave the selection, and the cache answers selector lists now and at an
-earlier revision; and a restarted B starts from the store, with every change it missed.
+on A (a consistent read served from B's cache, not from SQL, and on B's event loop); continue
+pages stay at the first page's revision however the objects change meanwhile; a continue
+token, an Exact list and a watch from below the window answer 410 Expired as kube-apiserver
+does; a selector watch sees objects enter and leave the selection, and the cache answers
+selector lists now and at an earlier revision; and a restarted B starts from the store, with
+every change it missed.
 """
 
 from __future__ import annotations
@@ -172,6 +173,7 @@ def test_a_list_on_b_right_after_a_write_on_a_shows_it_from_the_cache(cluster: C
     its hub to apply the store's revision), not from SQL."""
     with workers(cluster) as (a, b):
         from_cache, from_sql = cache_lists(b), storage_lists(b)
+        on_loop = metric(b, "nodus_loop_reads_total", verb="list", resource=PLURAL)
         for i in range(20):
             name = f"fresh-{i // 2}"
             if i % 2 == 0:
@@ -185,6 +187,9 @@ def test_a_list_on_b_right_after_a_write_on_a_shows_it_from_the_cache(cluster: C
             assert [o for o in listed["items"] if o["metadata"]["name"] == name] == [written], i
         assert cache_lists(b) - from_cache == 20
         assert storage_lists(b) == from_sql
+        # Once B has seen the token, its lists are answered on its event loop (runtimes.api.
+        # loopreads), the store's revision read first: still consistent, as asserted above.
+        assert metric(b, "nodus_loop_reads_total", verb="list", resource=PLURAL) > on_loop
 
 
 class _Writer(threading.Thread):
