@@ -34,8 +34,12 @@ def patch_change(rt: ResourceType, content_type: str, body: Any, name: str) -> C
                     raise patches.PatchError("a merge patch must be a JSON object")
                 return _bounded(patches.merge_patch(current, body))
             if content_type == media.JSON_PATCH:
-                if not isinstance(body, list):
-                    raise patches.PatchError("a JSON patch must be a JSON array of operations")
+                if not isinstance(body, list):  # kube's decoder refuses it: 400
+                    raise patches.PatchError(
+                        f"json: cannot unmarshal {_json_type(body)} into Go value of type "
+                        "jsonpatch.Patch",
+                        malformed=True,
+                    )
                 result = patches.json_patch(current, body)
                 if not isinstance(result, dict):
                     raise patches.PatchError("the patched document is not an object")
@@ -55,6 +59,17 @@ def patch_change(rt: ResourceType, content_type: str, body: Any, name: str) -> C
         raise AssertionError(content_type)
 
     return change
+
+
+def _json_type(value: Any) -> str:
+    """The JSON type's name as Go's encoding/json words it in an unmarshal error."""
+    if isinstance(value, dict):
+        return "object"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, bool):
+        return "bool"
+    return "number" if isinstance(value, int | float) else "null"
 
 
 def _bounded(patched: Obj) -> Obj:

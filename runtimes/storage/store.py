@@ -256,11 +256,26 @@ def update(
             name,
             [_rv_required()],
         )
+    uid = body.get("metadata", {}).get("uid")
+
+    def replaced(old: Obj) -> Obj:
+        # A body naming another object's uid is a failed precondition (kube: 409), checked
+        # before anything else about it.
+        if uid and uid != old["metadata"]["uid"]:
+            raise errors.conflict(
+                rt.plural,
+                rt.group,
+                name,
+                f"Precondition failed: UID in precondition: {uid}, "
+                f"UID in object meta: {old['metadata']['uid']}",
+            )
+        return body
+
     return mutate(
         rt,
         namespace,
         name,
-        lambda _old: body,
+        replaced,
         subresource=subresource,
         dry_run=dry_run,
         field_validation=field_validation,

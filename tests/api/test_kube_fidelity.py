@@ -179,3 +179,31 @@ def test_yaml_is_served_when_accept_asks_for_it_first(alice: ApiClient) -> None:
             assert decoded["items"] == [made]
     assert alice.get(TRS, Accept="application/json, application/yaml").json_body["items"]
     # (a watch asking for YAML is 406: tests/api/test_api_watch.py, on a live server)
+
+
+def test_a_put_naming_another_uid_is_a_failed_precondition(alice: ApiClient) -> None:
+    current = created(alice)
+    uid = current["metadata"]["uid"]
+    current["metadata"]["uid"] = "00000000-0000-0000-0000-000000000000"
+    response = alice.put(f"{TRS}/sft-demo", current)
+    assert response.status_code == 409
+    assert response.json_body["reason"] == "Conflict"
+    assert response.json_body["message"].endswith(
+        "Precondition failed: UID in precondition: 00000000-0000-0000-0000-000000000000, "
+        f"UID in object meta: {uid}"
+    )
+
+
+def test_a_json_patch_that_is_not_an_array_is_400(alice: ApiClient) -> None:
+    created(alice)
+    response = alice.patch(f"{TRS}/sft-demo", {"op": "add"}, "application/json-patch+json")
+    assert response.status_code == 400
+    assert response.json_body["message"] == (
+        "json: cannot unmarshal object into Go value of type jsonpatch.Patch"
+    )
+
+
+def test_an_empty_create_is_400(alice: ApiClient) -> None:
+    response = alice.request("POST", TRS, b"")
+    assert response.status_code == 400
+    assert response.json_body["message"].startswith("Object 'Kind' is missing in")
