@@ -9,6 +9,7 @@ from rest_framework.response import Response
 
 from runtimes.api import listing, media, patching
 from runtimes.api.base import KubeView, respond
+from runtimes.api.listoptions import parse_revision
 from runtimes.api.options import delete_options
 from runtimes.apimachinery import errors
 from runtimes.registry import authorization
@@ -138,6 +139,11 @@ class ItemView(KubeView):
     def get(
         self, request: Request, plural: str, name: str, namespace: str | None = None
     ) -> Response:
+        wanted = request.query_params.get("resourceVersion", "")
+        if wanted:
+            # kube: a number, served at that revision or later (waiting, at most 3 s, for a
+            # revision ahead of the store); anything else is a 400.
+            listing.wait_for_revision(parse_revision(wanted))
         obj = self._get_or_explain(namespace, name)
         return listing.object_response(self, request, obj)
 

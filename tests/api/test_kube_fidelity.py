@@ -207,3 +207,13 @@ def test_an_empty_create_is_400(alice: ApiClient) -> None:
     response = alice.request("POST", TRS, b"")
     assert response.status_code == 400
     assert response.json_body["message"].startswith("Object 'Kind' is missing in")
+
+
+def test_a_get_checks_its_resource_version(alice: ApiClient) -> None:
+    made = created(alice)
+    bad = alice.get(f"{TRS}/sft-demo?resourceVersion=abc")
+    assert bad.status_code == 400
+    assert "invalid resource version" in bad.json_body["message"]
+    at = made["metadata"]["resourceVersion"]
+    assert alice.get(f"{TRS}/sft-demo?resourceVersion={at}").json_body == made
+    assert alice.get(f"{TRS}/sft-demo?resourceVersion=0").json_body == made
