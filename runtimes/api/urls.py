@@ -16,6 +16,7 @@ from runtimes.api import (
     loopreads,
     objects,
     openapi_views,
+    whoami,
 )
 from runtimes.api.viewpool import pooled
 from runtimes.apimachinery.meta import API_VERSION, GROUP
@@ -94,6 +95,7 @@ urlpatterns = [
         f"apis/{access_review.API_VERSION}/{access_review.PLURAL}",
         access_review.SelfSubjectAccessReviewView.as_view(),
     ),
+    path(f"apis/{whoami.API_VERSION}/{whoami.PLURAL}", whoami.SelfSubjectReviewView.as_view()),
     path(f"{GV}/watch/namespaces/<str:namespace>/<str:plural>", legacy_watch),
     path(f"{GV}/watch/namespaces/<str:namespace>/<str:plural>/<str:name>", legacy_watch),
     path(f"{GV}/watch/<str:plural>", legacy_watch),

@@ -217,3 +217,19 @@ def test_a_get_checks_its_resource_version(alice: ApiClient) -> None:
     at = made["metadata"]["resourceVersion"]
     assert alice.get(f"{TRS}/sft-demo?resourceVersion={at}").json_body == made
     assert alice.get(f"{TRS}/sft-demo?resourceVersion=0").json_body == made
+
+
+def test_self_subject_review_says_who_the_caller_is(
+    api: Callable[[str | None], ApiClient],
+) -> None:
+    path = "/apis/authentication.k8s.io/v1/selfsubjectreviews"
+    body = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
+    alice = api("alice").post(path, body)
+    assert alice.status_code == 201
+    assert alice.json_body["kind"] == "SelfSubjectReview"
+    info = alice.json_body["status"]["userInfo"]
+    assert info["username"] == "alice"
+    assert info["groups"] == ["system:authenticated"]
+    root = api("root").post(path, body).json_body["status"]["userInfo"]
+    assert root["groups"] == ["system:authenticated", "nodus:platform-admins"]
+    assert api(None).post(path, body).status_code == 401

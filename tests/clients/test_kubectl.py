@@ -8,6 +8,7 @@ exercises discovery from a cold cache.
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -368,3 +369,11 @@ def test_it_logs_every_kubectl_request_with_its_request_id(
     assert response.json()["requestId"] == request_id
     assert f"requestId={request_id}" in daphne_server.log()
     assert httpx.get(f"{daphne_server.url}/version").status_code == 200
+
+
+def test_auth_whoami_names_the_caller(kc: Kc) -> None:
+    table = ok(kc()("auth", "whoami")).stdout
+    assert re.search(r"^Username\s+alice$", table, re.M), table
+    review = json.loads(ok(kc("root")("auth", "whoami", "-o", "json")).stdout)
+    assert review["status"]["userInfo"]["username"] == "root"
+    assert "nodus:platform-admins" in review["status"]["userInfo"]["groups"]
