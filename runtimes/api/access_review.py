@@ -1,4 +1,5 @@
-"""SelfSubjectAccessReview: `kubectl auth can-i` asks, the endpoint declarations answer.
+"""SelfSubjectAccessReview and SelfSubjectRulesReview: `kubectl auth can-i` (and `--list`)
+asks, the endpoint declarations answer.
 
 `POST /apis/authorization.k8s.io/v1/selfsubjectaccessreviews` is answered from the same
 declarations and the same `check` as the requests it asks about: the verb names the endpoint
@@ -30,13 +31,25 @@ from runtimes.api.objects import CollectionView, ItemView, StatusView
 from runtimes.apimachinery import errors, protowire
 from runtimes.registry import authorization
 from runtimes.registry.authorization import WATCH, Access, declared
-from runtimes.registry.kinds import lookup
+from runtimes.registry.kinds import all_kinds, lookup
 
 GROUP = "authorization.k8s.io"
 VERSION = "v1"
 API_VERSION = f"{GROUP}/{VERSION}"
 KIND = "SelfSubjectAccessReview"
 PLURAL = "selfsubjectaccessreviews"
+RULES_KIND = "SelfSubjectRulesReview"
+RULES_PLURAL = "selfsubjectrulesreviews"
+# What every signed-in caller may do besides the kinds' rules (kube's defaults for the same).
+SELF_REVIEWS = [
+    {"verbs": ["create"], "apiGroups": [GROUP], "resources": [PLURAL, RULES_PLURAL]},
+    {
+        "verbs": ["create"],
+        "apiGroups": ["authentication.k8s.io"],
+        "resources": ["selfsubjectreviews"],
+    },
+]
+DISCOVERY_URLS = ["/api", "/api/*", "/apis", "/apis/*", "/openapi/*", "/version", "/version/"]
 
 # (subresource, verb) -> the endpoint's declaration and the method the verb is sent as.
 ENDPOINTS: dict[tuple[str, str], tuple[Access, str]] = {
@@ -66,6 +79,7 @@ RESOURCE_ATTRIBUTES: protowire.Schema = {
     7: ("name", "string"),
 }
 NON_RESOURCE_ATTRIBUTES: protowire.Schema = {1: ("path", "string"), 2: ("verb", "string")}
+RULES_REVIEW: protowire.Schema = {2: ("spec", {1: ("namespace", "string")})}
 REVIEW: protowire.Schema = {
     2: (
         "spec",
@@ -81,12 +95,19 @@ class ProtobufReviewParser(parsers.BaseParser):
     """A SelfSubjectAccessReview as client-go sends it: Kubernetes protobuf."""
 
     media_type = protowire.MEDIA_TYPE
+    schema: protowire.Schema = REVIEW
 
     def parse(self, stream: Any, media_type: Any = None, parser_context: Any = None) -> Any:
         try:
-            return protowire.decode(stream.read(), REVIEW)
+            return protowire.decode(stream.read(), self.schema)
         except protowire.ProtobufError as exc:
             raise exceptions.ParseError(f"invalid protobuf: {exc}") from exc
+
+
+class ProtobufRulesReviewParser(ProtobufReviewParser):
+    """A SelfSubjectRulesReview as client-go sends it."""
+
+    schema = RULES_REVIEW
 
 
 def api_group() -> dict[str, Any]:
@@ -100,28 +121,32 @@ def api_resource_list() -> dict[str, Any]:
         "groupVersion": API_VERSION,
         "resources": [
             {
-                "name": PLURAL,
-                "singularName": "selfsubjectaccessreview",
+                "name": plural,
+                "singularName": kind.lower(),
                 "namespaced": False,
-                "kind": KIND,
+                "kind": kind,
                 "verbs": ["create"],
             }
+            for plural, kind in ((PLURAL, KIND), (RULES_PLURAL, RULES_KIND))
         ],
     }
 
 
 def aggregated_group() -> dict[str, Any]:
     """The group's entry in aggregated discovery (apidiscovery.k8s.io/v2)."""
-    resource = {
-        "resource": PLURAL,
-        "singularResource": "selfsubjectaccessreview",
-        "scope": "Cluster",
-        "responseKind": {"group": GROUP, "version": VERSION, "kind": KIND},
-        "verbs": ["create"],
-    }
+    resources = [
+        {
+            "resource": plural,
+            "singularResource": kind.lower(),
+            "scope": "Cluster",
+            "responseKind": {"group": GROUP, "version": VERSION, "kind": kind},
+            "verbs": ["create"],
+        }
+        for plural, kind in ((PLURAL, KIND), (RULES_PLURAL, RULES_KIND))
+    ]
     return {
         "metadata": {"name": GROUP},
-        "versions": [{"version": VERSION, "freshness": "Current", "resources": [resource]}],
+        "versions": [{"version": VERSION, "freshness": "Current", "resources": resources}],
     }
 
 
@@ -211,6 +236,54 @@ class SelfSubjectAccessReviewView(KubeView):
             "metadata": {**(metadata or {}), "creationTimestamp": None},
             "spec": spec,
             "status": {"allowed": allowed},
+        }
+        return respond(answer, 201)
+
+
+def rules(user: Any, namespace: str) -> list[dict[str, Any]]:
+    """The caller's resource rules in `namespace`: for every kind and every verb an endpoint
+    serves, whether `review_resource` would allow it there (one rule per resource)."""
+    found: list[dict[str, Any]] = []
+    for rt in all_kinds():
+        by_resource: dict[str, list[str]] = {}
+        for (subresource, verb), (access, method) in ENDPOINTS.items():
+            if subresource and subresource not in rt.subresources:
+                continue
+            where = namespace if rt.namespaced else ""
+            if _allowed(user, access, method, where, "", rt):
+                resource = f"{rt.plural}/{subresource}" if subresource else rt.plural
+                by_resource.setdefault(resource, []).append(verb)
+        found += [
+            {"verbs": verbs, "apiGroups": [rt.group], "resources": [resource]}
+            for resource, verbs in by_resource.items()
+        ]
+    return found + SELF_REVIEWS
+
+
+class SelfSubjectRulesReviewView(KubeView):
+    """`kubectl auth can-i --list`: everything the caller may do in a namespace, from the same
+    declarations `SelfSubjectAccessReviewView` asks one at a time."""
+
+    access = authorization.signed_in("callers ask what they themselves may do")
+    parser_classes = [media.KubeJSONParser, media.YAMLParser, ProtobufRulesReviewParser]
+    accepted_media_types = [media.JSON, media.YAML, protowire.MEDIA_TYPE]
+
+    def post(self, request: Request) -> Response:
+        body = self.body_object(request)
+        spec = body.get("spec") if isinstance(body.get("spec"), dict) else {}
+        namespace = (spec or {}).get("namespace") or ""
+        if not isinstance(namespace, str):
+            raise errors.bad_request("spec.namespace must be a string")
+        answer = {
+            "kind": RULES_KIND,
+            "apiVersion": API_VERSION,
+            "metadata": {"creationTimestamp": None},
+            "spec": {"namespace": namespace} if namespace else {},
+            "status": {
+                "resourceRules": rules(request.user, namespace),
+                "nonResourceRules": [{"verbs": ["get"], "nonResourceURLs": DISCOVERY_URLS}],
+                "incomplete": False,
+            },
         }
         return respond(answer, 201)
 

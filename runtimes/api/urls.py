@@ -95,6 +95,10 @@ urlpatterns = [
         f"apis/{access_review.API_VERSION}/{access_review.PLURAL}",
         access_review.SelfSubjectAccessReviewView.as_view(),
     ),
+    path(
+        f"apis/{access_review.API_VERSION}/{access_review.RULES_PLURAL}",
+        access_review.SelfSubjectRulesReviewView.as_view(),
+    ),
     path(f"apis/{whoami.API_VERSION}/{whoami.PLURAL}", whoami.SelfSubjectReviewView.as_view()),
     path(f"{GV}/watch/namespaces/<str:namespace>/<str:plural>", legacy_watch),
     path(f"{GV}/watch/namespaces/<str:namespace>/<str:plural>/<str:name>", legacy_watch),

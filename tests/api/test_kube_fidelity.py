@@ -233,3 +233,45 @@ def test_self_subject_review_says_who_the_caller_is(
     root = api("root").post(path, body).json_body["status"]["userInfo"]
     assert root["groups"] == ["system:authenticated", "nodus:platform-admins"]
     assert api(None).post(path, body).status_code == 401
+
+
+def rules_in(client: ApiClient, namespace: str) -> dict[str, list[str]]:
+    review = {
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SelfSubjectRulesReview",
+        "spec": {"namespace": namespace},
+    }
+    answer = client.post("/apis/authorization.k8s.io/v1/selfsubjectrulesreviews", review)
+    assert answer.status_code == 201, answer.json_body
+    assert answer.json_body["status"]["incomplete"] is False
+    return {
+        resource: rule["verbs"]
+        for rule in answer.json_body["status"]["resourceRules"]
+        if rule["apiGroups"] == ["nodus.dev"]
+        for resource in rule["resources"]
+    }
+
+
+def test_self_subject_rules_review_lists_what_each_role_may_do(
+    api: Callable[[str | None], ApiClient],
+) -> None:
+    """The same answers SelfSubjectAccessReview gives one at a time (kubectl auth can-i
+    --list): an admin of demo writes its runtimes but not their status; a viewer reads; a
+    stranger reads only the cluster-wide catalog of accelerators."""
+    alice = rules_in(api("alice"), "demo")
+    assert set(alice["trainingruntimes"]) == {
+        "list",
+        "watch",
+        "create",
+        "deletecollection",
+        "get",
+        "update",
+        "patch",
+        "delete",
+    }
+    assert alice["trainingruntimes/status"] == ["get"]
+    assert set(rules_in(api("bob"), "demo")["trainingruntimes"]) == {"list", "watch", "get"}
+    charlie = rules_in(api("charlie"), "demo")
+    assert "trainingruntimes" not in charlie
+    assert set(charlie["accelerators"]) == {"list", "watch", "get"}
+    assert "patch" in rules_in(api("root"), "demo")["trainingruntimes/status"]

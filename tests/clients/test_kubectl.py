@@ -377,3 +377,11 @@ def test_auth_whoami_names_the_caller(kc: Kc) -> None:
     review = json.loads(ok(kc("root")("auth", "whoami", "-o", "json")).stdout)
     assert review["status"]["userInfo"]["username"] == "root"
     assert "nodus:platform-admins" in review["status"]["userInfo"]["groups"]
+
+
+def test_auth_can_i_list_shows_what_the_role_allows(kc: Kc) -> None:
+    listed = ok(kc("bob")("auth", "can-i", "--list", "-n", "demo")).stdout
+    line = next(x for x in listed.splitlines() if x.startswith("trainingruntimes.nodus.dev "))
+    assert line.split()[-3:] == ["[list", "watch", "get]"], listed
+    status = next(x for x in listed.splitlines() if x.startswith("trainingruntimes.nodus.dev/st"))
+    assert status.split()[-1] == "[get]", listed  # status is written by the controller alone
