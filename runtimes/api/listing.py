@@ -326,7 +326,7 @@ def _selection(rt: ResourceType, query: QueryDict, namespaces: list[str] | None)
 def render_list(
     rt: ResourceType,
     rendering: tuple[str, str] | None,
-    objects: Iterable[Obj],
+    objects: Iterable[Any],  # objects, or their stored text as orjson.Fragment
     list_meta: Obj,
     include: str,
 ) -> Obj:

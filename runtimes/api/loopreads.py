@@ -38,6 +38,8 @@ from runtimes.registry.kinds import lookup
 from runtimes.registry.resources import ResourceType
 from runtimes.watch import hub
 
+# The pooled views' DRF renderer, used here from the async view.
+_RENDERER = media.KubeJSONRenderer()
 # Lists larger than this stream item by item; a chunk is this many items.
 STREAM_OVER_BYTES = 256 * 1024
 CHUNK_ITEMS = 64
@@ -148,7 +150,7 @@ def _item(resource: str, namespace: str | None, name: str | None, state: Any) ->
     found = hub.get_hub().latest_entry(resource, (namespace or "", name or ""))
     if found is None or found[0] is None or found[1] < state.current:
         return None  # not warm, not held (the pooled view says why), or behind
-    return found[0].raw.encode()
+    return bytes(_RENDERER.render(orjson.Fragment(found[0].raw)))
 
 
 def _list(rt: ResourceType, namespace: str | None, opts: ListOptions) -> HttpResponseBase:
@@ -157,11 +159,14 @@ def _list(rt: ResourceType, namespace: str | None, opts: ListOptions) -> HttpRes
     the loop serves others between chunks."""
     page = listing.list_page(rt, namespace, opts, stored=True)
     texts: list[str] = page.items  # from the cache: always the stored JSON text
-    empty = listing.render_list(rt, ("", ""), [], page.list_meta(), opts.include_object)
-    head, tail = orjson.dumps(empty)[:-2], b"]}"  # `..."items":[` and `]}`
     size = sum(len(t) if t.isascii() else len(t.encode()) for t in texts)  # isascii is O(1)
+    meta = page.list_meta()
     if size < int(getattr(settings, "NODUS_LIST_STREAM_BYTES", STREAM_OVER_BYTES)):
-        return HttpResponse(head + ",".join(texts).encode() + tail)
+        # DRF's renderer, as the pooled view writes it: stored text embedded as it is.
+        items = [orjson.Fragment(t) for t in texts]
+        return HttpResponse(_RENDERER.render(listing.render_list(rt, None, items, meta, "")))
+    empty = _RENDERER.render(listing.render_list(rt, None, [], meta, ""))
+    head, tail = empty[:-2], b"]}"  # `..."items":[` and `]}`
     streamed = StreamingHttpResponse(_chunks(head, texts, tail))
     streamed["Content-Length"] = str(len(head) + size + max(len(texts) - 1, 0) + len(tail))
     return streamed
