@@ -56,9 +56,10 @@ def test_it_answers_aggregated_discovery_with_the_content_type_client_go_checks(
     group, authz = body["items"]
     assert group["metadata"]["name"] == "nodus.dev"
     assert authz["metadata"]["name"] == "authorization.k8s.io"
-    [reviews] = authz["versions"][0]["resources"]
-    assert reviews["resource"] == "selfsubjectaccessreviews"
-    assert reviews["verbs"] == ["create"]
+    reviews = authz["versions"][0]["resources"]
+    names = [r["resource"] for r in reviews]
+    assert names == ["selfsubjectaccessreviews", "selfsubjectrulesreviews"]
+    assert [r["verbs"] for r in reviews] == [["create"], ["create"]]
     [version] = group["versions"]
     assert version["version"] == "v1beta1"
     assert version["freshness"] == "Current"
