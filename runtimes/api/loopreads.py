@@ -83,8 +83,8 @@ async def state_for(resource_version: str) -> readstate.StoreState | None:
     read now), once the cache has caught up with it; None when it can't catch up in time
     (the pool answers)."""
     running = hub.running() or await viewpool.run(hub.get_hub)  # the first read starts it
-    if resource_version == "0":
-        return readstate.StoreState(running.last)
+    if resource_version == "0":  # at once, or not here: a cache still warming goes to the pool
+        return readstate.StoreState(running.last) if await running.caught_up(0, 0) else None
     state = await readstate.probe()
     if not await running.caught_up(state.current, listing.WAIT_FOR_REVISION_SECONDS):
         return None

@@ -124,6 +124,15 @@ def test_a_list_on_the_loop_right_after_a_write_shows_it(server: LiveServer) -> 
             got = alice.get(f"{DEMO}/fresh-{i}")
             assert got.json() == written.json()
     assert loop_reads(server, "list") - before >= 9
+    with server.client("alice") as alice:
+        alice.get(DEMO).raise_for_status()
+        before = loop_reads(server, "list")
+        anyone = alice.get(DEMO, params={"resourceVersion": "0"})  # any revision: the cache's
+        assert anyone.status_code == 200
+        assert {f"fresh-{i}" for i in range(10)} <= {
+            o["metadata"]["name"] for o in anyone.json()["items"]
+        }
+        assert loop_reads(server, "list") == before + 1
 
 
 def test_a_watch_started_on_the_loop_delivers_what_follows(server: LiveServer) -> None:
