@@ -18,7 +18,9 @@ from runtimes.api import (
     openapi_views,
     whoami,
 )
+from runtimes.api.status import status_response
 from runtimes.api.viewpool import pooled
+from runtimes.apimachinery import errors
 from runtimes.apimachinery.meta import API_VERSION, GROUP
 from runtimes.registry import authorization
 
@@ -66,8 +68,14 @@ async def legacy_watch(request: HttpRequest, **kwargs: Any) -> HttpResponseBase:
         query["fieldSelector"] = f"metadata.name={name}" + (f",{given}" if given else "")
     query._mutable = False
     request.GET = query  # type: ignore[assignment]  # made read-only again just above
-    if request.method != "GET":
-        return await _pooled_collection(request, **kwargs)  # answers 405 as for any path
+    if request.method != "GET":  # these paths only watch: never a write through them
+        return status_response(
+            request,
+            errors.ApiError(
+                "MethodNotAllowed",
+                "the server does not allow this method on the requested resource",
+            ),
+        )
     return await watch(request, objects.CollectionView.access, **kwargs)
 
 

@@ -386,6 +386,11 @@ def test_the_deprecated_watch_paths_stream_the_collection_or_one_name(
     assert (mine["type"], mine["object"]["metadata"]["name"]) == ("MODIFIED", f"lw-a-{tag}")
     collection.close()
     one.close()
+    # They only watch: a write through them is 405 and writes nothing.
+    refused = alice.post(legacy, json=manifest(f"lw-c-{tag}", {"t": tag}))
+    assert refused.status_code == 405
+    assert refused.json()["reason"] == "MethodNotAllowed"
+    assert alice.get(f"{DEMO}/lw-c-{tag}").status_code == 404
 
 
 def test_a_watch_asking_for_yaml_is_406_as_in_kube(alice: httpx.Client) -> None:
