@@ -53,6 +53,21 @@ def seed(members: int, writers: int) -> None:
     print(orjson.dumps(seeded).decode())
 
 
+def seeded_by_subprocess(env: dict[str, str], members: int, writers: int) -> dict[str, object]:
+    """`seed` run in a subprocess with `env` (the server's database); what it printed."""
+    seeding = subprocess.run(
+        [sys.executable, "-m", "benchmarks.herd_nodus", str(members), str(writers)],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    seeded: dict[str, object] = orjson.loads(seeding.stdout.strip().splitlines()[-1])
+    return seeded
+
+
 def environment(data_dir: Path) -> dict[str, str]:
     """`make run`'s server: embedded controller on; an empty registry allow-list."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NODUS_", "DATABASE_URL"))}
@@ -73,16 +88,7 @@ def serving(data_dir: Path, members: int, writers: int) -> Iterator[Nodus]:
     """Seeds the data dir, serves it, yields the target; stops the server on the way out."""
     (data_dir / "static").mkdir(exist_ok=True)
     env = environment(data_dir)
-    seeding = subprocess.run(
-        [sys.executable, "-m", "benchmarks.herd_nodus", str(members), str(writers)],
-        cwd=ROOT,
-        env=env,
-        check=True,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    seeded = orjson.loads(seeding.stdout.strip().splitlines()[-1])
+    seeded = seeded_by_subprocess(env, members, writers)
     port = free_port()
     log = data_dir / "daphne.log"
     process = spawn(port, free_port(), log, env)

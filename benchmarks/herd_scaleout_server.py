@@ -28,8 +28,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import orjson
-
+from benchmarks import herd_nodus
 from benchmarks.server import free_port, wait_for_livez
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -161,20 +160,6 @@ def environment(
     return env
 
 
-def _seed(env: dict[str, str], members: int, writers: int) -> dict[str, object]:
-    seeding = subprocess.run(
-        [sys.executable, "-m", "benchmarks.herd_nodus", str(members), str(writers)],
-        cwd=ROOT,
-        env=env,
-        check=True,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    seeded: dict[str, object] = orjson.loads(seeding.stdout.strip().splitlines()[-1])
-    return seeded
-
-
 def _wait_for_workers(port: int, tls_port: int, cluster: Cluster, count: int) -> None:
     deadline = time.monotonic() + START_SECONDS
     while True:
@@ -231,7 +216,7 @@ def serving(
         with postgres_database() as (database_url, pg), redis_database() as (redis_url, rd):
             env = environment(data_dir, database_url, redis_url, watches_per_worker)
             log(f"seeding {database_url.rsplit('/', 1)[1]} ({members} tokens); Redis {redis_url}")
-            seeded = _seed(env, members, writers)
+            seeded = herd_nodus.seeded_by_subprocess(env, members, writers)
             port, tls_port = free_port(), free_port()
             serve_log = data_dir / "serve.log"
             with serve_log.open("wb") as out:

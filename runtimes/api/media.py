@@ -112,9 +112,14 @@ class KubeJSONRenderer(renderers.BaseRenderer):
             return b""
         request = (renderer_context or {}).get("request")
         if request is not None and wants_pretty(request):
-            # Stored text is embedded as it is (orjson.Fragment): read back to indent it all.
-            return orjson.dumps(orjson.loads(orjson.dumps(data)), option=orjson.OPT_INDENT_2)
+            return orjson.dumps(read_back(data), option=orjson.OPT_INDENT_2)
         return orjson.dumps(data)
+
+
+def read_back(data: Any) -> Any:
+    """`data` as plain values: stored text embedded as orjson.Fragment is parsed, so a writer
+    other than compact JSON (indented, YAML) can lay it all out."""
+    return orjson.loads(orjson.dumps(data))
 
 
 _TRUE = {"1", "t", "T", "true", "TRUE", "True"}
@@ -218,8 +223,7 @@ class KubeYAMLRenderer(renderers.BaseRenderer):
     ) -> bytes:
         if data is None:
             return b""
-        plain = orjson.loads(orjson.dumps(data))  # stored text (orjson.Fragment) read back
-        return yamlcodec.dump(plain).encode()
+        return yamlcodec.dump(read_back(data)).encode()
 
 
 class KubeNegotiation(negotiation.BaseContentNegotiation):
