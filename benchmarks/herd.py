@@ -81,7 +81,10 @@ def herd(_bench: Bench) -> Iterable[Comparison]:
         except Exception as why:  # the nodus side's figures still print
             skipped = f"the etcd side failed: {type(why).__name__}: {why}"
             herd_side.log(skipped)
-    shutil.rmtree(work, ignore_errors=True)
+    if os.environ.get("BENCH_HERD_KEEP") == "1":  # the servers' logs, to read after a run
+        herd_side.log(f"kept {work}")
+    else:
+        shutil.rmtree(work, ignore_errors=True)
 
     python = platform.python_version()
     cpus = os.cpu_count() or 0

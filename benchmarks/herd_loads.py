@@ -11,6 +11,7 @@ import functools
 import os
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import orjson
 
@@ -92,6 +93,7 @@ class Target:
     health_path = "/livez"
     probe_name = "herd-00000"
     size = 4096  # each object's bytes; the case sets BENCH_HERD_SIZE's
+    server_log: Path | None = None  # the server's log, where it names the watchers it cuts
 
     def __init__(self, name: str, host: str, port: int, pid: int) -> None:
         self.name, self.host, self.port, self.pid = name, host, port, pid
@@ -213,8 +215,10 @@ class Watcher:
         self.conn: Connection | None = None
         self.error = ""
         self.counters = Counters()
+        self.streamed = 0  # bytes of stream lines received
 
     def sink(self, line: bytes, arrived: float) -> None:
+        self.streamed += len(line) + 1
         revisions = self.target.revisions(line)
         if not revisions:
             self.error = self.error or self.target.refusal(line)
@@ -308,6 +312,7 @@ class Delivery:
     watchers: int  # watching when the writes began
     writes: Writes
     endings: dict[str, int]  # streams that ended meanwhile, by how
+    streamed: list[float]  # bytes each watcher's stream brought, start to now
 
 
 def delivery(watchers: list[Watcher], writes: Writes) -> Delivery:
@@ -323,8 +328,15 @@ def delivery(watchers: list[Watcher], writes: Writes) -> Delivery:
     for watcher in live:
         if how := watcher.ending():
             endings[how[:120]] = endings.get(how[:120], 0) + 1
+    streamed = [float(w.streamed) for w in live]
     return Delivery(
-        latencies, len(latencies), len(live) * len(writes.done), len(live), writes, endings
+        latencies,
+        len(latencies),
+        len(live) * len(writes.done),
+        len(live),
+        writes,
+        endings,
+        streamed,
     )
 
 

@@ -95,6 +95,7 @@ def serving(data_dir: Path, members: int, writers: int) -> Iterator[Nodus]:
     try:
         wait_for_livez(f"http://127.0.0.1:{port}", process, log)
         target = Nodus("127.0.0.1", port, process.pid, seeded)
+        target.server_log = log
         try:
             yield target
         finally:

@@ -122,6 +122,22 @@ def _creates(c: Creates | None) -> str:
     )
 
 
+def resets(side: Side, *phases: str) -> str:
+    """The streams the server cut for not reading, and the resets the kernel counted by cause,
+    during `phases` (nothing when there were none)."""
+    cuts = sum(side.cuts.get(phase, 0) for phase in phases)
+    aborts: dict[str, int] = {}
+    for phase in phases:
+        for why, n in side.aborts.get(phase, {}).items():
+            aborts[why] = aborts.get(why, 0) + n
+    text = f", {cuts} watchers cut for not reading" if cuts else ""
+    if aborts:
+        text += ", kernel resets (all sockets): " + ", ".join(
+            f"{why} {n}" for why, n in sorted(aborts.items())
+        )
+    return text
+
+
 def _herd(h: Herd | None) -> str:
     if h is None:
         return "-"
@@ -137,6 +153,10 @@ def _delivered(d: Delivery | None) -> str:
     text = f"{d.delivered:,}/{d.expected:,} delivered to {d.watchers} watchers"
     if d.writes.failed:
         text += f", {d.writes.failed} writes failed"
+    if d.streamed:
+        text += (
+            f", stream bytes per watcher p50 {p(d.streamed, 50):,.0f} / max {max(d.streamed):,.0f}"
+        )
     if d.endings:
         text += " (streams ended: " + ", ".join(f"{k}: {v}" for k, v in d.endings.items()) + ")"
     return text
@@ -159,7 +179,7 @@ def rows(nodus: Side, etcd: Side | None, s: Settings) -> list[Row]:
         return _both(nodus, etcd, what)
 
     def beside(*phases: str) -> str:
-        return both(lambda x: health(x, *phases))
+        return both(lambda x: health(x, *phases) + resets(x, *phases))
 
     out = [
         Row(

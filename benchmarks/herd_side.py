@@ -30,6 +30,7 @@ from benchmarks.herd_loads import (
 )
 
 ROOT = Path(__file__).resolve().parent.parent
+CUT = b"client stopped reading"  # runtimes/api/serving.py's warning when it cuts a watcher
 CLOSE_PAUSE = 2.0  # after closing a herd, before the next: the server lets go of the seats
 
 
@@ -43,11 +44,16 @@ class Side:
 
     name: str
     version: str = ""
+    server_log: Path | None = None  # where the server logs its slow-reader cuts
     phases: dict[str, tuple[float, float]] = field(default_factory=dict)  # epoch windows
     health: list[tuple[float, float, str]] = field(default_factory=list)  # (epoch, s, status)
     rss: dict[str, tuple[float, float]] = field(default_factory=dict)  # (VmHWM, VmRSS) MB
     loadavg: dict[str, tuple[float, float, float]] = field(default_factory=dict)
     overflows: dict[str, int] = field(default_factory=dict)  # listen queue overflows per load
+    # Per load: the kernel's TCP aborts (resets it sent, by cause; nonzero ones only) and the
+    # server's own cuts of watchers that stopped reading, so a stream lost to a reset is named.
+    aborts: dict[str, dict[str, int]] = field(default_factory=dict)
+    cuts: dict[str, int] = field(default_factory=dict)
     cpu: dict[str, tuple[float, float]] = field(default_factory=dict)  # (server, client) cores
     creates: Creates | None = None
     lists: list[float] = field(default_factory=list)
@@ -65,14 +71,19 @@ class Side:
     @contextmanager
     def phase(self, name: str, pid: int) -> Iterator[None]:
         log(f"{self.name}: {name} ...")
-        began, overflows = time.time(), listen_overflows()
+        began, tcp, cuts = time.time(), tcp_counters(), self.target_cuts()
         server, client = cpu_seconds(pid), time.process_time()
         try:
             yield
         finally:
             ended = time.time()
             self.phases[name] = (began, ended)
-            self.overflows[name] = listen_overflows() - overflows
+            now = tcp_counters()
+            self.overflows[name] = now.get("ListenOverflows", 0) - tcp.get("ListenOverflows", 0)
+            self.aborts[name] = {
+                k: now[k] - tcp.get(k, 0) for k in now if k in ABORTS and now[k] > tcp.get(k, 0)
+            }
+            self.cuts[name] = self.target_cuts() - cuts
             wall = max(ended - began, 1e-9)
             self.cpu[name] = (
                 (cpu_seconds(pid) - server) / wall,
@@ -80,6 +91,13 @@ class Side:
             )
             self.rss[name] = rss_mb(pid)
             log(f"{self.name}: {name} done in {time.time() - began:.1f} s")
+
+    def target_cuts(self) -> int:
+        """The watchers the server has cut off so far for not reading (its log says each)."""
+        if self.server_log is None or not self.server_log.exists():
+            return 0
+        with self.server_log.open("rb") as lines:
+            return sum(CUT in line for line in lines)
 
     def health_in(self, phase: str) -> list[tuple[float, str]]:
         began, ended = self.phases.get(phase, (0.0, 0.0))
@@ -96,15 +114,29 @@ def cpu_seconds(pid: int) -> float:
         return float("nan")
 
 
-def listen_overflows() -> int:
-    """The kernel's count of connections refused for a full accept queue (all sockets: the
-    server's backlog is the one a herd fills)."""
+# The kernel's reasons for sending a reset (`nstat`'s TcpExt counters): a closed socket with
+# unread data, data after close, memory pressure, a timeout, a zero linger (an abort, as the
+# server's slow-reader cut does), or a reset that could not be sent.
+ABORTS = (
+    "TCPAbortOnData",
+    "TCPAbortOnClose",
+    "TCPAbortOnMemory",
+    "TCPAbortOnTimeout",
+    "TCPAbortOnLinger",
+    "TCPAbortFailed",
+)
+
+
+def tcp_counters() -> dict[str, int]:
+    """The kernel's TcpExt counters (all sockets on the machine: on loopback, the server's and
+    the load generator's both): ListenOverflows counts connections refused for a full accept
+    queue (the server's backlog is the one a herd fills), ABORTS the resets and why."""
     try:
         with open("/proc/net/netstat") as netstat:
             lines = [line.split() for line in netstat if line.startswith("TcpExt:")]
-        return int(dict(zip(lines[0], lines[1], strict=True))["ListenOverflows"])
-    except (OSError, KeyError, IndexError, ValueError):
-        return 0
+        return {k: int(v) for k, v in zip(lines[0][1:], lines[1][1:], strict=True)}
+    except (OSError, IndexError, ValueError):
+        return {}
 
 
 @contextmanager
@@ -178,7 +210,7 @@ async def _loads(target: Target, s: Settings, side: Side) -> None:
 
 
 def run(target: Target, s: Settings, work: Path) -> Side:
-    side = Side(target.name)
+    side = Side(target.name, server_log=target.server_log)
     target.size = s.size
     side.loadavg["before"] = os.getloadavg()
     with polling(target, side, work):

@@ -77,6 +77,12 @@ LISTEN_BACKLOG = 1024
 # full): past this a watch whose client stopped reading is cut off, as kube-apiserver drops a
 # watcher whose buffer stays full, instead of the server holding every event for it in memory.
 MAX_UNSENT_BYTES = 1024 * 1024
+# ... and only once it has not read for this long: a full buffer may only mean that the server
+# wrote a burst faster than its loop could send it (1,000 watchers each sent the events that
+# piled up while the loop was busy), which the client then reads at once.
+STALLED_SECONDS = 10.0
+# However long it has read nothing, a stream is cut once it owes this much (a bound on memory).
+BURST_UNSENT_BYTES = 4 * MAX_UNSENT_BYTES
 
 _UNPARSABLE = (
     "the request is not valid HTTP/1.1: its request line, a header field, Content-Length or "
@@ -122,9 +128,14 @@ class BoundedChannel(http.HTTPChannel):
         self._header_bytes = 0
         self._header_fields = 0
 
-    # Writing: a client that stops reading is cut off once it owes MAX_UNSENT_BYTES.
+    # Writing: a stream whose client stops reading is cut off once it owes MAX_UNSENT_BYTES and
+    # has not read for STALLED_SECONDS, or at once past BURST_UNSENT_BYTES.
 
-    _unsent = 0
+    _unsent = 0  # bytes of a stream written since the transport's buffer filled
+    _streamed = 0  # bytes of streams written on this connection
+    _stall: Any = None  # the DelayedCall that marks the stream stalled
+    _stalled_long = False  # the transport has been full for STALLED_SECONDS
+    _cut = False
 
     def write(self, data: bytes) -> None:
         if self._owes(len(data)):
@@ -138,25 +149,66 @@ class BoundedChannel(http.HTTPChannel):
         """Whether the response being written is a chunked stream (a watch)."""
         return bool(self.requests and getattr(self.requests[-1], "chunked", False))
 
+    def pauseProducing(self) -> None:
+        """The transport's buffer is full. A stream's client that reads nothing more for
+        STALLED_SECONDS, while it owes more than MAX_UNSENT_BYTES, is cut then: a full buffer
+        alone only says that the server wrote faster than the loop could send (a burst of events
+        after the loop was busy), not that the client stopped reading."""
+        if self._stall is None and self._streaming():
+            self._stall = self.callLater(STALLED_SECONDS, self._stalled)
+        super().pauseProducing()
+
     def resumeProducing(self) -> None:
         self._unsent = 0  # the client read again: the socket's buffer has room
+        self._stalled_long = False
+        self._cancel_stall()
         super().resumeProducing()
 
+    def _cancel_stall(self) -> None:
+        if self._stall is not None:
+            if self._stall.active():
+                self._stall.cancel()
+            self._stall = None
+
+    def _stalled(self) -> None:
+        self._stall = None
+        self._stalled_long = self._waitingForTransport
+        if self._stalled_long and self._unsent > MAX_UNSENT_BYTES:
+            self._cut_off(f"read nothing for {STALLED_SECONDS:g} s")
+
     def _owes(self, size: int) -> bool:
-        """Counts `size` bytes of a stream written while the transport is full; False once too
-        many are. A response with a length (a list) is bounded by itself and always written."""
-        if not self._waitingForTransport or not self._streaming():
+        """Counts `size` bytes of a stream written while the transport is full; False once the
+        stream is cut. A response with a length (a list) is bounded by itself and always
+        written."""
+        if self._cut:
+            return False
+        if not self._streaming():
+            return True
+        self._streamed += size
+        if not self._waitingForTransport:
             return True
         self._unsent += size
-        if self._unsent <= MAX_UNSENT_BYTES:
-            return True
+        if self._stalled_long and self._unsent > MAX_UNSENT_BYTES:
+            self._cut_off(f"read nothing for {STALLED_SECONDS:g} s")
+        elif self._unsent > BURST_UNSENT_BYTES:
+            self._cut_off("owes more than a burst may")
+        return not self._cut
+
+    def _cut_off(self, why: str) -> None:
+        self._cut = True
+        self._cancel_stall()
         transport: Any = self.transport
-        if transport is not None and not transport.disconnecting:
-            log.info(
-                "closing a connection whose client stopped reading (%d bytes unsent)", self._unsent
-            )
-            transport.abortConnection()
-        return False
+        if transport is None or transport.disconnecting:
+            return
+        # A warning: a cut watcher re-lists (an informer) or loses events (anything else).
+        log.warning(
+            "closing a connection whose client stopped reading: it %s "
+            "(%d bytes unsent, %d bytes streamed in all)",
+            why,
+            self._unsent,
+            self._streamed,
+        )
+        transport.abortConnection()
 
     # Twisted's callbacks, in the order a request meets them.
 
@@ -236,6 +288,7 @@ class BoundedChannel(http.HTTPChannel):
 
     def connectionLost(self, reason: Any = None) -> None:
         self._disarm()
+        self._cancel_stall()
         super().connectionLost(reason)
 
     def _respondToBadRequestAndDisconnect(self) -> None:

@@ -45,6 +45,8 @@ BOOKMARK_SECONDS = 60.0
 DEFAULT_TIMEOUT = (1800.0, 3600.0)
 # Let other requests run after this many initial events in a row.
 FAIRNESS_EVERY = 100
+# ... and after this many changes in a row.
+FAIRNESS_EVERY_CHANGE = 16
 
 
 @dataclass
@@ -274,10 +276,17 @@ async def watch_events(plan: WatchPlan) -> AsyncIterator[Obj | orjson.Fragment]:
             except hub.TooSlow:
                 yield encoder.error(too_slow(changes.hub.ring_size))
                 return
+            sent = 0
             for event in batch:
                 result = typed(event, selection)
                 if result is not None:
                     yield encoder.change(*result, event)
+                    sent += 1
+                    if sent % FAIRNESS_EVERY_CHANGE == 0:
+                        # A batch can hold hundreds of this watcher's events (all that came while
+                        # the loop was busy): let the loop send some of them to the socket before
+                        # writing more, or the connection's buffer only grows.
+                        await asyncio.sleep(0)
             if batch:
                 # Daphne's send never suspends, so a watcher with a steady supply of events
                 # would otherwise keep the event loop to itself.

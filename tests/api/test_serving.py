@@ -297,29 +297,74 @@ class _Streaming(http.Request):
         self.write(b"")
 
 
-def test_a_stream_whose_client_stops_reading_is_cut_off_once_it_owes_a_mebibyte(
-    clock: Clock,
-) -> None:
+def _stream(clock: Clock) -> tuple[Connection, int]:
+    """A connection with a watch-like chunked response open; how many bytes went out so far."""
     conn = Connection(clock)
     conn.channel.requestFactory = _Streaming
     conn.send(b"GET /watch HTTP/1.1\r\nHost: x\r\n\r\n")
-    start = len(conn.written())
-    chunk = b"x" * (64 * 1024)
-    conn.channel.write(chunk)  # the socket takes it
+    return conn, len(conn.written())
+
+
+CHUNK = b"x" * (64 * 1024)
+
+
+def test_a_stream_whose_client_reads_nothing_for_a_while_is_cut_off_once_it_owes_a_mebibyte(
+    clock: Clock,
+) -> None:
+    conn, start = _stream(clock)
+    conn.channel.write(CHUNK)  # the socket takes it
     conn.channel.pauseProducing()  # the transport's buffer is full: the client is not reading
-    for _ in range(serving.MAX_UNSENT_BYTES // len(chunk)):
-        conn.channel.write(chunk)
-    assert not conn.closed  # up to the bound, it is only slow
-    conn.channel.resumeProducing()  # it read again: it owes nothing
-    conn.channel.pauseProducing()
-    for _ in range(serving.MAX_UNSENT_BYTES // len(chunk)):
-        conn.channel.writeSequence([chunk])
+    owed = serving.MAX_UNSENT_BYTES // len(CHUNK) + 1
+    for _ in range(owed):
+        conn.channel.write(CHUNK)
+    assert not conn.closed  # past the mebibyte, but only just stalled: maybe a burst
+    clock.advance(serving.STALLED_SECONDS - 1)
     assert not conn.closed
-    conn.channel.write(chunk)  # one more than the bound while still not reading
+    clock.advance(1)  # stalled long enough, owing more than the mebibyte: cut at once
     assert conn.closed
-    assert len(conn.written()) - start == len(chunk) * (
-        1 + 2 * serving.MAX_UNSENT_BYTES // len(chunk)
-    )
+    conn.channel.write(CHUNK)  # nothing more is written to a cut stream
+    assert len(conn.written()) - start == len(CHUNK) * (1 + owed)
+
+
+def test_a_stalled_stream_is_cut_when_it_comes_to_owe_a_mebibyte(clock: Clock) -> None:
+    conn, _start = _stream(clock)
+    conn.channel.pauseProducing()
+    conn.channel.write(CHUNK)
+    clock.advance(serving.STALLED_SECONDS)  # stalled, but owing little: kept
+    assert not conn.closed
+    for _ in range(serving.MAX_UNSENT_BYTES // len(CHUNK) - 1):
+        conn.channel.writeSequence([CHUNK])
+    assert not conn.closed  # exactly the mebibyte
+    conn.channel.write(b"x")
+    assert conn.closed
+
+
+def test_a_client_that_reads_again_owes_nothing(clock: Clock) -> None:
+    conn, _start = _stream(clock)
+    conn.channel.pauseProducing()
+    for _ in range(2 * serving.MAX_UNSENT_BYTES // len(CHUNK)):
+        conn.channel.write(CHUNK)
+    clock.advance(serving.STALLED_SECONDS - 1)
+    conn.channel.resumeProducing()  # it read: the buffer drained
+    clock.advance(serving.STALLED_SECONDS)
+    assert not conn.closed
+    conn.channel.pauseProducing()  # full again: the stall is counted from here
+    for _ in range(2 * serving.MAX_UNSENT_BYTES // len(CHUNK)):
+        conn.channel.write(CHUNK)
+    clock.advance(serving.STALLED_SECONDS - 1)
+    assert not conn.closed
+    clock.advance(1)
+    assert conn.closed
+
+
+def test_a_burst_past_the_burst_bound_is_cut_at_once(clock: Clock) -> None:
+    conn, _start = _stream(clock)
+    conn.channel.pauseProducing()
+    for _ in range(serving.BURST_UNSENT_BYTES // len(CHUNK)):
+        conn.channel.write(CHUNK)
+    assert not conn.closed  # at the bound
+    conn.channel.write(b"x")
+    assert conn.closed
 
 
 def test_a_response_with_a_length_is_written_whole_however_slow_the_client(clock: Clock) -> None:

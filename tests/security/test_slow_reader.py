@@ -1,21 +1,25 @@
-"""A watcher that stops reading is cut off, not buffered for: the server keeps at most about a
-mebibyte of unsent bytes per connection (runtimes.api.serving.MAX_UNSENT_BYTES).
+"""A watcher that stops reading is cut off, not buffered for: the server keeps a mebibyte of
+unsent bytes for a stream that has read nothing for STALLED_SECONDS, and BURST_UNSENT_BYTES for
+any (runtimes.api.serving).
 
-A raw-socket watch with a tiny receive buffer never reads while 300 runtimes of about 16 KB
-each are created (about 5 MB of events for it). Afterwards its connection has been closed by the
-server (reading what was sent ends in EOF or a reset, well short of every event), another
-client's watch got every event, /livez answered within a second throughout, and every create
-was acknowledged and is there.
+A raw-socket watch with a tiny receive buffer never reads while 300 runtimes of about 24 KB
+each are created (about 7 MB of events for it, more than the kernel's buffers hold). Once it has
+read nothing for longer than STALLED_SECONDS, its connection has been closed by the server
+(reading what was sent ends in EOF or a reset, well short of every event), another client's
+watch got every event, /livez answered within a second throughout, and every create was
+acknowledged and is there.
 """
 
 from __future__ import annotations
 
 import socket
 import threading
+import time
 
 import httpx
 import orjson
 
+from runtimes.api import serving
 from tests.security.conftest import livez_stays_up
 from tests.support.api import runtime_manifest
 from tests.support.liveserver import LiveServer
@@ -23,6 +27,7 @@ from tests.support.liveserver import LiveServer
 GV = "/apis/nodus.dev/v1beta1"
 COLLECTION = f"{GV}/namespaces/demo/trainingruntimes"
 CREATES = 300
+PAD = 24_000
 
 
 def test_a_watcher_that_stops_reading_is_cut_off_and_others_get_everything(
@@ -63,11 +68,12 @@ def test_a_watcher_that_stops_reading_is_cut_off_and_others_get_everything(
     with livez_stays_up(server.url), server.client("alice") as alice:
         for n in range(CREATES):
             body = runtime_manifest(f"slow-reader-{n:03d}")
-            body["metadata"]["annotations"] = {"pad": "x" * 16_000}
+            body["metadata"]["annotations"] = {"pad": "x" * PAD}
             answer = alice.post(COLLECTION, json=body)
             assert answer.status_code == 201, answer.text
             acknowledged.append(body["metadata"]["name"])
     follower.join(60)
+    time.sleep(serving.STALLED_SECONDS + 1)  # whatever the kernel took, it has read nothing since
 
     received = 0
     stalled.settimeout(10)
@@ -78,7 +84,7 @@ def test_a_watcher_that_stops_reading_is_cut_off_and_others_get_everything(
         pass  # cut off with a reset: what it had not read is gone
     finally:
         stalled.close()
-    assert received < CREATES * 16_000  # it was closed well short of every event
+    assert received < CREATES * PAD  # it was closed well short of every event
     assert seen == acknowledged  # the reading watcher got them all, in order
     with server.client("alice") as alice:
         names = {i["metadata"]["name"] for i in alice.get(COLLECTION).json()["items"]}
