@@ -17,6 +17,7 @@ from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 import orjson
@@ -359,3 +360,26 @@ def test_a_sharded_list_on_the_loop_is_the_pooled_one(server: LiveServer, tag: s
         assert body["metadata"]["shardInfo"] == {"selector": shard(0, 2)}
         names = {item["metadata"]["name"] for item in body["items"]}
         assert names == {n for n, uid in uids.items() if owner(uid, 2) == 0}
+
+
+def test_a_websocket_watch_streams_only_its_shard(server: LiveServer, tag: str) -> None:
+    from websockets.sync.client import connect
+
+    path = f"{DEMO}?watch=1&labelSelector=t%3D{tag}&shardSelector={quote(shard(0, 2))}"
+    url = server.url.replace("http://", "ws://") + path
+    headers = {"Authorization": f"Bearer {server.tokens['alice']}"}
+    with connect(url, origin=server.url, additional_headers=headers) as ws:
+        mine: list[str] = []
+        with server.client("alice") as client:
+            # Until one lands in the shard: every other change before it must have been passed.
+            for i in itertools.count():
+                created = send(client, "POST", DEMO, json=manifest(f"ws-{i}-{tag}", {"t": tag}))
+                body = created.raise_for_status().json()
+                if owner(body["metadata"]["uid"], 2) == 0:
+                    mine.append(body["metadata"]["name"])
+                    if len(mine) == 3:
+                        break
+        got = [orjson.loads(ws.recv(timeout=10)) for _ in mine]
+    assert [(e["type"], e["object"]["metadata"]["name"]) for e in got] == [
+        ("ADDED", name) for name in mine
+    ]

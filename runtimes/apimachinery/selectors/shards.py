@@ -50,8 +50,8 @@ def fnv1a_64(data: bytes) -> int:
 def field_hash(value: str) -> int:
     """The hash of a field value as kube computes it: over the string's UTF-8 bytes.
 
-    Memoised: namespaces repeat across objects, and a watch cache entry's uid hash is computed
-    once when the entry is made."""
+    Memoised: namespaces repeat across objects, and every sharded watcher of one change asks
+    for the same uid's hash (the watch cache keeps each entry's uid hash with the entry)."""
     return fnv1a_64(value.encode("utf-8", "surrogatepass"))
 
 
