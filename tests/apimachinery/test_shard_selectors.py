@@ -195,6 +195,10 @@ def test_an_absent_selector_is_none_and_a_blank_one_is_an_error() -> None:
         (LOW.replace("000', '0x8", "0, '0x8"), "CEL parse error: Syntax error:"),
         (f"{LOW} {HIGH}", "CEL parse error: Syntax error: extraneous input"),
         ("shardRange(object.metadata.uid, '0x\\q', '0x8000000000000000')", "invalid escape"),
+        (
+            "namespace(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')",
+            "CEL parse error: reserved identifier: namespace",
+        ),
     ],
 )
 def test_it_names_what_is_wrong(text: str, message: str) -> None:

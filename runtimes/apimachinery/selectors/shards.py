@@ -156,6 +156,11 @@ _SIMPLE_ESCAPES = {
 }
 
 
+def _antlr(text: str) -> str:
+    """The offending input as ANTLR's messages (and so cel-go's) quote it."""
+    return "'" + (text or "<EOF>").replace("\n", "\\n") + "'"
+
+
 def _syntax(message: str, pos: int) -> SelectorError:
     return SelectorError(f"CEL parse error: Syntax error: {message} (at offset {pos})")
 
@@ -228,7 +233,7 @@ class _Lexer:
         if char in _PUNCT:
             self.pos = start + 1
             return _Token("punct", char, start)
-        raise _syntax(f"token recognition error at: {go_quote(char)}", start)
+        raise _syntax(f"token recognition error at: {_antlr(char)}", start)
 
     def _number(self, start: int) -> _Token:
         text, n = self.text, len(self.text)
@@ -311,7 +316,7 @@ class _Lexer:
             if len(digits) == 3 and all(c in "01234567" for c in digits):
                 out.append(chr(int(digits, 8)))
                 return i + 4
-        raise _syntax(f"invalid escape sequence in string literal: {go_quote(text[i : i + 2])}", i)
+        raise _syntax(f"invalid escape sequence in string literal: {_antlr(text[i : i + 2])}", i)
 
 
 # -- structure ---------------------------------------------------------------------------------
@@ -333,6 +338,28 @@ class _Node:
 
 
 _CLOSERS = {"(": ")", "[": "]", "{": "}"}
+# CEL's reserved words: not an identifier or a function's name, though a selected field's.
+_RESERVED = frozenset(
+    [
+        "as",
+        "break",
+        "const",
+        "continue",
+        "else",
+        "for",
+        "function",
+        "if",
+        "import",
+        "let",
+        "loop",
+        "package",
+        "namespace",
+        "return",
+        "var",
+        "void",
+        "while",
+    ]
+)
 
 
 # Brackets may nest this deep: the walk of a call's arguments recurses once per level, so
@@ -394,7 +421,7 @@ class _Parser:
                 self.i += 1
                 self._skip_expression(stop_at_or=True)
             else:
-                raise _syntax(f"extraneous input {go_quote(tok.text)}", tok.pos)
+                raise _syntax(f"extraneous input {_antlr(tok.text)}", tok.pos)
 
     def _operand(self, stop_at_or: bool) -> _Node:
         """One expression up to the next `||` (or `,` and `)` closing a call's argument): its
@@ -436,14 +463,12 @@ class _Parser:
             self.i += 1
             inner = self._operand(stop_at_or=False)
             if not self._is("punct", ")"):
-                raise _syntax(f"missing ')' at {go_quote(self.tok.text or '<EOF>')}", self.tok.pos)
+                raise _syntax(f"missing ')' at {_antlr(self.tok.text)}", self.tok.pos)
             self.i += 1
             return inner
         if tok.kind == "ident" or self._is("punct", "."):
             return self._chain()
-        raise _syntax(
-            f"mismatched input {go_quote(tok.text or '<EOF>')} expecting an expression", tok.pos
-        )
+        raise _syntax(f"mismatched input {_antlr(tok.text)} expecting an expression", tok.pos)
 
     def _chain(self) -> _Node:
         """`a.b.c`, a call `f(...)` or a member call `a.b.f(...)`, and any `.x` after it."""
@@ -454,8 +479,11 @@ class _Parser:
         while True:
             if self.tok.kind != "ident":
                 raise _syntax(
-                    f"no viable alternative at input {go_quote(self.tok.text)}", self.tok.pos
+                    f"no viable alternative at input {_antlr(self.tok.text)}", self.tok.pos
                 )
+            if not names and self.tok.text in _RESERVED:
+                # A field may be named `namespace`; a root name or a function may not.
+                raise SelectorError(f"CEL parse error: reserved identifier: {self.tok.text}")
             names.append(self.tok.text)
             self.i += 1
             if self._is("punct", "("):
@@ -471,7 +499,7 @@ class _Parser:
                 self.i += 1
                 if self.tok.kind != "ident":
                     raise _syntax(
-                        f"no viable alternative at input {go_quote(self.tok.text)}", self.tok.pos
+                        f"no viable alternative at input {_antlr(self.tok.text)}", self.tok.pos
                     )
                 self.i += 1
                 if self._is("punct", "("):
@@ -493,9 +521,7 @@ class _Parser:
             if self._is("punct", ")"):
                 self.i += 1
                 return args
-            raise _syntax(
-                f"mismatched input {go_quote(self.tok.text or '<EOF>')} expecting ')'", self.tok.pos
-            )
+            raise _syntax(f"mismatched input {_antlr(self.tok.text)} expecting ')'", self.tok.pos)
 
     def _skip_group(self) -> None:
         """Past a bracketed group starting at the current token, nesting counted."""
@@ -503,13 +529,13 @@ class _Parser:
         while True:
             tok = self.tok
             if tok.kind == "end":
-                raise _syntax(f"missing {go_quote(stack[-1])} at '<EOF>'", tok.pos)
+                raise _syntax(f"missing {_antlr(stack[-1])} at '<EOF>'", tok.pos)
             self.i += 1
             if tok.kind == "punct" and tok.text in _CLOSERS:
                 stack.append(_CLOSERS[tok.text])
             elif tok.kind == "punct" and tok.text in ")]}":
                 if tok.text != stack[-1]:
-                    raise _syntax(f"mismatched input {go_quote(tok.text)}", tok.pos)
+                    raise _syntax(f"mismatched input {_antlr(tok.text)}", tok.pos)
                 stack.pop()
                 if not stack:
                     return
