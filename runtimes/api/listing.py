@@ -54,6 +54,7 @@ class Page:
     revision: int
     continue_token: str = ""
     remaining: int | None = None
+    shard_info: Obj | None = None  # ListMeta.shardInfo of a sharded list (KEP-5866)
 
     def list_meta(self) -> Obj:
         meta: Obj = {"resourceVersion": str(self.revision)}
@@ -61,6 +62,8 @@ class Page:
             meta["continue"] = self.continue_token
         if self.remaining is not None:
             meta["remainingItemCount"] = self.remaining
+        if self.shard_info is not None:
+            meta["shardInfo"] = self.shard_info
         return meta
 
 
@@ -190,7 +193,16 @@ def list_page(
     `stored=True` is for writing the items out as JSON: without selectors nothing needs to
     look inside them, so they stay the stored text, never parsed and re-serialised (for
     10,000 runtimes that is most of a list's time); with selectors they are objects as ever.
+
+    A shard selector filters like the others (so a sharded page, like a selected one, has no
+    remainingItemCount), and the page says so in its shardInfo.
     """
+    page = _page(rt, namespace, opts, stored)
+    page.shard_info = opts.selection.shard_info
+    return page
+
+
+def _page(rt: ResourceType, namespace: str | None, opts: ListOptions, stored: bool) -> Page:
     snap, after = _snapshot(rt, namespace, opts)
     cached = isinstance(snap, CachedSnapshot)
     metrics.list_served(rt.plural, cached, snap.index if cached else "")
@@ -237,7 +249,9 @@ def _cached_page(snap: CachedSnapshot, after: Key, opts: ListOptions, stored: bo
         if not chosen.visible(key[0]):
             continue
         entry = snap.entries[key]
-        if chosen.has_selectors and not chosen.matches_indexed(entry.labels, entry.fields):
+        if chosen.has_selectors and not chosen.matches_indexed(
+            entry.labels, entry.fields, entry.uid_hash
+        ):
             continue
         keys.append(key)
         if limit and chosen.has_selectors and len(keys) > limit:
@@ -320,7 +334,15 @@ def select(view: KubeView, request: Request, namespace: str | None) -> Page:
 
 
 def _selection(rt: ResourceType, query: QueryDict, namespaces: list[str] | None) -> Selection:
-    return selection(rt, query.get("labelSelector", ""), query.get("fieldSelector", ""), namespaces)
+    # deletecollection takes kube's ListOptions, shardSelector among them: a sharded client
+    # deletes only its own shard's objects.
+    return selection(
+        rt,
+        query.get("labelSelector", ""),
+        query.get("fieldSelector", ""),
+        namespaces,
+        query.get("shardSelector", ""),
+    )
 
 
 def render_list(

@@ -10,6 +10,12 @@ request line, which Go's server caps at 1 MiB with the headers). That holds abou
 values of the full 63 characters in one ``in (...)`` set, bounds the parse and the per-object
 match of every list and watch, and sits under the 16 KiB request line the listeners accept
 (``runtimes.api.serving``), so the check also holds for callers that never pass through them.
+
+``shardSelector`` (KEP-5866, ``ShardedListAndWatch``, alpha in kube and always on here) keeps
+the objects whose FNV-1a hash of ``metadata.uid`` or ``metadata.namespace`` falls in the ranges
+it names (``runtimes.apimachinery.selectors.shards``); it is part of the `Selection`, so every
+read that filters (SQL, the watch cache, loop reads, watches and their resumes, deletecollection)
+applies it where it applies the label and field selectors.
 """
 
 from __future__ import annotations
@@ -28,6 +34,12 @@ from runtimes.apimachinery.selectors import (
     parse_field_selector,
     parse_label_selector,
 )
+from runtimes.apimachinery.selectors.shards import (
+    UID,
+    ShardSelector,
+    field_hash,
+    parse_shard_selector,
+)
 from runtimes.registry.resources import ResourceType
 
 EXACT = "Exact"
@@ -38,16 +50,23 @@ MAX_SELECTOR_BYTES = 8 * 1024
 
 @dataclass(frozen=True)
 class Selection:
-    """Label and field selectors plus the projects a cluster-wide reader may see."""
+    """Label, field and shard selectors plus the projects a cluster-wide reader may see."""
 
     labels: LabelSelector = field(default_factory=LabelSelector)
     fields: FieldSelector = field(default_factory=FieldSelector)
     supported_fields: tuple[str, ...] = ()
     namespaces: frozenset[str] | None = None  # None: every namespace is visible
+    shard: ShardSelector | None = None
 
     @property
     def has_selectors(self) -> bool:
-        return not (self.labels.empty and self.fields.empty)
+        return not (self.labels.empty and self.fields.empty and self.shard is None)
+
+    @property
+    def shard_info(self) -> Obj | None:
+        """ListMeta.shardInfo: the selector as the request gave it, so a client knows the list
+        is its shard (an absent shardInfo tells it the server ignored the option)."""
+        return None if self.shard is None else {"selector": self.shard.text}
 
     def visible(self, namespace: str) -> bool:
         return self.namespaces is None or namespace in self.namespaces
@@ -60,14 +79,24 @@ class Selection:
             return False
         if not self.labels.empty and not self.labels.matches(meta.get("labels") or {}):
             return False
+        if self.shard is not None and not self.shard.matches(
+            str(meta.get("uid") or ""), str(meta.get("namespace") or "")
+        ):
+            return False
         if self.fields.empty:
             return True
         return self.fields.matches(field_values(obj, self.fields.fields))
 
-    def matches_indexed(self, labels: Mapping[str, str], fields: Mapping[str, str]) -> bool:
-        """`matches` for an object known by its labels and its selectable field values (the
-        watch cache's entries), for a key already known to be visible."""
+    def matches_indexed(
+        self, labels: Mapping[str, str], fields: Mapping[str, str], uid_hash: int
+    ) -> bool:
+        """`matches` for an object known by its labels, its selectable field values and the
+        hash of its uid (the watch cache's entries), for a key already known to be visible."""
         if not self.labels.empty and not self.labels.matches(labels):
+            return False
+        if self.shard is not None and not self.shard.contains(
+            uid_hash if self.shard.key == UID else field_hash(fields.get("metadata.namespace", ""))
+        ):
             return False
         return self.fields.empty or self.fields.matches(fields)
 
@@ -141,9 +170,14 @@ def selection(
     label_text: str,
     field_text: str,
     namespaces: list[str] | None = None,
+    shard_text: str = "",
 ) -> Selection:
     supported = supported_fields(rt)
-    for parameter, text in (("labelSelector", label_text), ("fieldSelector", field_text)):
+    for parameter, text in (
+        ("labelSelector", label_text),
+        ("fieldSelector", field_text),
+        ("shardSelector", shard_text),
+    ):
         if len(text.encode("utf-8", "surrogatepass")) > MAX_SELECTOR_BYTES:
             raise errors.bad_request(
                 f"{parameter}: Too long: may not be more than {MAX_SELECTOR_BYTES} bytes",
@@ -160,8 +194,29 @@ def selection(
             f"selectors support {', '.join(supported)} with =, == and !=.",
         ) from None
     return Selection(
-        labels, fields, supported, None if namespaces is None else frozenset(namespaces)
+        labels,
+        fields,
+        supported,
+        None if namespaces is None else frozenset(namespaces),
+        shard(shard_text),
     )
+
+
+def shard(text: str) -> ShardSelector | None:
+    """The shardSelector option, or None when absent; malformed, a 400 naming the problem."""
+    try:
+        return parse_shard_selector(text)
+    except SelectorError as exc:
+        raise errors.ApiError(
+            "BadRequest",
+            f"invalid shardSelector: {exc}",
+            causes=[FieldError("shardSelector", "FieldValueInvalid", str(exc))],
+            fix="A shard selector looks like shardRange(object.metadata.uid, "
+            "'0x0000000000000000', '0x8000000000000000'): the field object.metadata.uid or "
+            "object.metadata.namespace, then the start (inclusive) and end (exclusive) of the "
+            "hash range, each '0x' and 16 lowercase hex digits ('0x10000000000000000' ends "
+            "the last shard); join ranges of the same field with ||.",
+        ) from None
 
 
 def _list_problems(opts: ListOptions) -> list[FieldError]:
@@ -255,7 +310,11 @@ def parse_list_options(
         timeout_seconds=timeout if timeout is None or timeout > 0 else None,
         include_object=include,
         selection=selection(
-            rt, query.get("labelSelector", ""), query.get("fieldSelector", ""), namespaces
+            rt,
+            query.get("labelSelector", ""),
+            query.get("fieldSelector", ""),
+            namespaces,
+            query.get("shardSelector", ""),
         ),
     )
     problems = _watch_problems(opts) if watch else _list_problems(opts)

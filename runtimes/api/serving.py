@@ -20,7 +20,7 @@ The limits, with what kube-apiserver (Go's ``net/http`` under it) does:
 | request line and headers | 10 s | ReadHeaderTimeout, 32 s | 408 RequestTimeout |
 | request body, after the headers | 60 s | --request-timeout, 60 s | 408 RequestTimeout |
 | idle kept-alive connection | 90 s | IdleTimeout, 90 s | closed |
-| labelSelector, fieldSelector | 8 KiB each | no limit of its own | 400 BadRequest |
+| labelSelector, fieldSelector, shardSelector | 8 KiB each | no limit of its own | 400 BadRequest |
 | metadata.annotations, in total | 256 KiB | TotalAnnotationSizeLimitB, 256 KiB | 422 Invalid |
 | metadata.labels, in total | 64 KiB | no limit of its own | 422 Invalid |
 

@@ -92,6 +92,15 @@ _LIST_PARAMS = [
     _query("limit", "At most this many items per page.", kind="integer", unique=True),
     _query("resourceVersion", "Where the list or watch starts.", unique=True),
     _query(
+        "shardSelector",
+        "Only the objects whose 64-bit FNV-1a hash of a field falls in the ranges named "
+        "(KEP-5866): shardRange(object.metadata.uid, '0x0000000000000000', "
+        "'0x8000000000000000'), field object.metadata.uid or object.metadata.namespace, start "
+        "inclusive, end exclusive, 16 hex digits ('0x10000000000000000' ends the last shard), "
+        "ranges of one field joined with ||. A sharded list says so in metadata.shardInfo.",
+        unique=True,
+    ),
+    _query(
         "resourceVersionMatch", "How resourceVersion applies: Exact or NotOlderThan.", unique=True
     ),
     _query(

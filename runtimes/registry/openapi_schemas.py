@@ -158,6 +158,20 @@ def _meta_kinds() -> dict[str, Schema]:
             "remainingItemCount": integer,
             "resourceVersion": string,
             "selfLink": string,
+            "shardInfo": {"allOf": [ref(META + "ShardInfo")]},
+        },
+    }
+    shard_info = {
+        "type": "object",
+        "description": "ShardInfo names the shard selector a list was filtered by (KEP-5866): "
+        "when present, the list holds only that shard's objects.",
+        "required": ["selector"],
+        "properties": {
+            "selector": {
+                **string,
+                "description": "The request's shardSelector as it was sent, so a client can "
+                "tell which shard it got and merge the lists of several shards.",
+            }
         },
     }
     delete_options = {
@@ -187,6 +201,7 @@ def _meta_kinds() -> dict[str, Schema]:
     }
     return {
         META + "ListMeta": list_meta,
+        META + "ShardInfo": shard_info,
         META + "Status": status,
         META + "StatusDetails": details,
         META + "StatusCause": cause,

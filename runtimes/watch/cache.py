@@ -33,6 +33,7 @@ import orjson
 
 from runtimes.apimachinery.meta import Obj
 from runtimes.apimachinery.selectors.fields import field_values
+from runtimes.apimachinery.selectors.shards import fnv1a_64
 from runtimes.registry.kinds import all_kinds
 from runtimes.storage.eventlog import HubEvent
 
@@ -48,6 +49,7 @@ class Entry:
     raw: str  # the stored JSON text
     labels: Mapping[str, str]
     fields: Mapping[str, str]  # the kind's selectable field values
+    uid_hash: int  # FNV-1a of metadata.uid, which shard selectors (KEP-5866) range over
 
     def parsed(self) -> Obj:
         obj: Obj = orjson.loads(self.raw)
@@ -68,8 +70,10 @@ class _Resource:
         self.by_label: dict[tuple[str, str], set[Key]] = {}
 
     def entry(self, revision: int, raw: str, obj: Obj) -> Entry:
-        labels = dict((obj.get("metadata") or {}).get("labels") or {})
-        return Entry(revision, raw, labels, field_values(obj, self.fields))
+        meta = obj.get("metadata") or {}
+        labels = dict(meta.get("labels") or {})
+        uid = str(meta.get("uid") or "").encode("utf-8", "surrogatepass")
+        return Entry(revision, raw, labels, field_values(obj, self.fields), fnv1a_64(uid))
 
     def put(self, key: Key, entry: Entry) -> None:
         old = self.entries.get(key)
