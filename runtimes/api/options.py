@@ -44,7 +44,16 @@ def write_options(
     if len(manager) > 128:
         problems.append(too_long("fieldManager", 128))
     elif manager and not manager.isprintable():
-        problems.append(invalid("fieldManager", manager, "must be made of printable characters"))
+        # kube's ValidateFieldManager names the first such rune as Go's %#U, at its byte offset.
+        index, char = next((i, c) for i, c in enumerate(manager) if not c.isprintable())
+        offset = len(manager[:index].encode())
+        problems.append(
+            invalid(
+                "fieldManager",
+                manager,
+                f"invalid character U+{ord(char):04X} (at position {offset})",
+            )
+        )
     force: bool | None = None
     if "force" in query:
         raw = query.get("force", "")
