@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
 from django.http import QueryDict
 
 from runtimes.apimachinery import errors
@@ -27,8 +28,12 @@ def _options_invalid(kind: str, causes: list[FieldError]) -> errors.ApiError:
 
 
 def _dry_run(values: list[str], path: str = "dryRun") -> tuple[bool, list[FieldError]]:
-    problems = [not_supported(path, v, ["All"]) for v in values if v != "All"]
-    return bool(values) and not problems, problems
+    if all(v == "All" for v in values):
+        return bool(values), []
+    # kube's ValidateDryRun refuses the whole list at once, shown as Go's %#v of a []string.
+    shown = ", ".join(orjson.dumps(v).decode() for v in values)
+    message = f'Unsupported value: []string{{{shown}}}: supported values: "All"'
+    return False, [FieldError(path, "FieldValueNotSupported", message)]
 
 
 def write_options(

@@ -1,0 +1,625 @@
+"""The status subresource, deletion (finalizers, preconditions, collections) and dry runs."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conformance.conftest import InProcess
+from tests.conformance.harness import (
+    ABSENT,
+    MERGE,
+    TIME,
+    TRS,
+    Exactly,
+    Length,
+    Re,
+    Sequence,
+    Step,
+    cause,
+    contains,
+    create,
+    failure,
+    get,
+    gone,
+    later,
+    merge,
+    params,
+    run,
+    runtime,
+    same,
+    tr_details,
+    with_meta,
+)
+
+SUBRESOURCES = "apiextensions-apiserver test/integration/subresources_test.go"
+FINALIZATION = "apiextensions-apiserver test/integration/finalization_test.go"
+APISERVER = "apiserver pkg/endpoints/apiserver_test.go"
+STORE = "apiserver pkg/registry/generic/registry/store_test.go"
+DELETE = "apiserver pkg/endpoints/handlers/delete_test.go"
+DRYRUN = "kubernetes test/integration/dryrun/dryrun_test.go"
+DIGEST = "sha256:" + "1" * 64
+STATUS = f"{TRS}/a/status"
+
+
+def status_patch(body: object, status: int = 200, expect: object = None, **kw: object) -> Step:
+    """A merge patch of /status by root (a platform admin may write status, as the controller)."""
+    return Step("PATCH", STATUS, status, body, MERGE, who="root", expect=expect, **kw)  # type: ignore[arg-type]
+
+
+def delete(name: str, status: int = 200, expect: object = None, body: object = None, **kw: object) -> Step:
+    return Step("DELETE", f"{TRS}/{name}", status, body, expect=expect, **kw)  # type: ignore[arg-type]
+
+
+def held(name: str = "a") -> Step:
+    """Creates `name` with a finalizer, saving rv and uid."""
+    return Step(
+        "POST",
+        TRS,
+        201,
+        with_meta(runtime(name), finalizers=["nodus.dev/hold"]),
+        save={"rv": "metadata.resourceVersion", "uid": "metadata.uid"},
+    )
+
+
+SEQUENCES = [
+    Sequence(
+        "status-get-answers-the-whole-object",
+        f"{SUBRESOURCES} TestStatusSubresource; basic_test.go TestStatusGetAndPatch",
+        (
+            create("a"),
+            Step(
+                "GET",
+                STATUS,
+                200,
+                expect={"kind": "TrainingRuntime", "metadata": {"name": "a"}, "spec": {"task": "SFT"}},
+            ),
+        ),
+    ),
+    Sequence(
+        "status-patch-writes-status-and-keeps-the-generation",
+        f"{SUBRESOURCES} TestStatusSubresource, TestGeneration",
+        (
+            create("a"),
+            status_patch(
+                {"status": {"imageDigest": DIGEST}},
+                expect={
+                    "status": {"imageDigest": DIGEST},
+                    "metadata": {"generation": 1, "resourceVersion": later("rv")},
+                },
+            ),
+            get("a", expect={"status": {"imageDigest": DIGEST}}),
+        ),
+    ),
+    Sequence(
+        "status-patch-ignores-spec-changes",
+        f"{SUBRESOURCES} TestStatusSubresource (spec changes through /status are ignored)",
+        (
+            create("a"),
+            status_patch(
+                {"spec": {"task": "DPO"}, "status": {"imageDigest": DIGEST}},
+                expect={"spec": {"task": "SFT"}, "metadata": {"generation": 1}},
+            ),
+        ),
+    ),
+    Sequence(
+        "status-patch-ignores-metadata-changes-of-custom-resources",
+        "apiextensions-apiserver pkg/registry/customresource/status_strategy.go PrepareForUpdate "
+        "(copies the old object, keeps only status)",
+        (
+            create("a"),
+            status_patch(
+                {"metadata": {"labels": {"via": "status"}}, "status": {"imageDigest": DIGEST}},
+                expect={"metadata": {"labels": ABSENT}, "status": {"imageDigest": DIGEST}},
+            ),
+        ),
+    ),
+    Sequence(
+        "status-put-replaces-status-and-ignores-spec",
+        f"{SUBRESOURCES} TestStatusSubresource (UpdateStatus)",
+        (
+            create("a"),
+            Step(
+                "PUT",
+                STATUS,
+                200,
+                {
+                    **with_meta(runtime("a", task="KTO"), resourceVersion="{rv}"),
+                    "status": {"imageDigest": DIGEST},
+                },
+                who="root",
+                expect={"spec": {"task": "SFT"}, "status": {"imageDigest": DIGEST}},
+            ),
+        ),
+    ),
+    Sequence(
+        "status-put-with-a-stale-resource-version-is-409",
+        f"{SUBRESOURCES} TestStatusSubresource; api-conventions Concurrency Control",
+        (
+            create("a"),
+            merge("a", {"spec": {"task": "DPO"}}),
+            Step(
+                "PUT",
+                STATUS,
+                409,
+                {**with_meta(runtime("a"), resourceVersion="{rv}"), "status": {"imageDigest": DIGEST}},
+                who="root",
+                expect=failure(
+                    409,
+                    "Conflict",
+                    'Operation cannot be fulfilled on trainingruntimes.nodus.dev "a": the object '
+                    "has been modified; please apply your changes to the latest version and try "
+                    "again",
+                    tr_details("a"),
+                ),
+            ),
+        ),
+    ),
+    Sequence(
+        "status-of-a-missing-object-is-404",
+        f"{SUBRESOURCES} TestStatusSubresource",
+        (
+            status_patch(
+                {"status": {"imageDigest": DIGEST}},
+                404,
+                failure(404, "NotFound", 'trainingruntimes.nodus.dev "a" not found', tr_details("a")),
+            ),
+        ),
+    ),
+    Sequence(
+        "status-writes-record-the-status-subresource-in-managed-fields",
+        "kubernetes test/integration/apiserver/apply/status_test.go; api-conventions managedFields",
+        (
+            create("a"),
+            Step(
+                "PATCH",
+                f"{STATUS}?fieldManager=ctl",
+                200,
+                {"status": {"imageDigest": DIGEST}},
+                MERGE,
+                who="root",
+                expect={
+                    "metadata": {
+                        "managedFields": contains(
+                            {
+                                "manager": "ctl",
+                                "operation": "Update",
+                                "subresource": "status",
+                                "fieldsV1": {"f:status": {"f:imageDigest": {}}},
+                            }
+                        )
+                    }
+                },
+            ),
+        ),
+    ),
+    Sequence(
+        "a-caller-without-status-permission-is-403",
+        "apiserver pkg/endpoints/filters/authorization.go (subresource in the Forbidden message)",
+        (
+            create("a"),
+            Step(
+                "PATCH",
+                STATUS,
+                403,
+                {"status": {"imageDigest": DIGEST}},
+                MERGE,
+                expect=failure(
+                    403,
+                    "Forbidden",
+                    contains(
+                        'trainingruntimes.nodus.dev "a" is forbidden: User "alice" cannot patch '
+                        'resource "trainingruntimes/status" in API group "nodus.dev" in the '
+                        'namespace "demo"'
+                    ),
+                ),
+            ),
+        ),
+    ),
+    Sequence(
+        "delete-answers-a-success-status-with-the-uid",
+        f"{APISERVER} TestDelete; {STORE} TestStoreDelete",
+        (
+            create("a"),
+            delete(
+                "a",
+                expect={
+                    "kind": "Status",
+                    "apiVersion": "v1",
+                    "metadata": {},
+                    "status": "Success",
+                    "details": Exactly(tr_details("a", uid="{uid}")),
+                },
+            ),
+            gone("a"),
+        ),
+    ),
+    Sequence(
+        "delete-of-a-missing-object-is-404",
+        f"{APISERVER} TestDeleteMissing",
+        (
+            delete(
+                "ghost",
+                404,
+                failure(404, "NotFound", 'trainingruntimes.nodus.dev "ghost" not found', tr_details("ghost")),
+            ),
+        ),
+    ),
+    Sequence(
+        "delete-with-a-uid-precondition-that-differs-is-409",
+        "apiserver pkg/registry/rest/delete.go BeforeDelete (preconditions, Resource: gvk.Kind)",
+        (
+            create("a"),
+            delete(
+                "a",
+                409,
+                failure(
+                    409,
+                    "Conflict",
+                    'Operation cannot be fulfilled on TrainingRuntime.nodus.dev "a": the UID in '
+                    "the precondition (00000000-0000-0000-0000-000000000000) does not match the "
+                    "UID in record ({uid}). The object might have been deleted and then recreated",
+                    {"name": "a", "group": "nodus.dev", "kind": "TrainingRuntime"},
+                ),
+                body={"preconditions": {"uid": "00000000-0000-0000-0000-000000000000"}},
+            ),
+            get("a"),
+        ),
+    ),
+    Sequence(
+        "delete-with-a-resource-version-precondition-that-differs-is-409",
+        f"{STORE} TestStoreGracefulDeleteWithResourceVersion; apiserver rest/delete.go BeforeDelete",
+        (
+            create("a"),
+            merge("a", {"metadata": {"labels": {"x": "y"}}}),
+            delete(
+                "a",
+                409,
+                failure(
+                    409,
+                    "Conflict",
+                    Re(
+                        r'Operation cannot be fulfilled on TrainingRuntime\.nodus\.dev "a": the '
+                        r"ResourceVersion in the precondition \(\d+\) does not match the "
+                        r"ResourceVersion in record \(\d+\)\. The object might have been modified"
+                    ),
+                    {"name": "a", "group": "nodus.dev", "kind": "TrainingRuntime"},
+                ),
+                body={"preconditions": {"resourceVersion": "{rv}"}},
+            ),
+            get("a"),
+        ),
+    ),
+    Sequence(
+        "delete-with-matching-preconditions-deletes",
+        f"{STORE} TestStoreDelete (preconditions met)",
+        (
+            create("a"),
+            delete("a", body={"preconditions": {"uid": "{uid}", "resourceVersion": "{rv}"}}),
+            gone("a"),
+        ),
+    ),
+    Sequence(
+        "delete-options-in-the-query-are-honoured",
+        f"{APISERVER} TestDeleteWithOptionsQuery",
+        (create("a"), delete("a?dryRun=All"), get("a")),
+    ),
+    Sequence(
+        "delete-with-an-unknown-propagation-policy-is-422",
+        "apimachinery pkg/apis/meta/v1/validation ValidateDeleteOptions",
+        (
+            create("a"),
+            delete(
+                "a",
+                422,
+                failure(
+                    422,
+                    "Invalid",
+                    contains('propagationPolicy: Unsupported value: "Sideways"'),
+                    {"group": "meta.k8s.io", "kind": "DeleteOptions"},
+                ),
+                body={"propagationPolicy": "Sideways"},
+            ),
+            get("a"),
+        ),
+    ),
+    Sequence(
+        "delete-with-finalizers-marks-the-object-and-answers-it",
+        f"{FINALIZATION} TestFinalization; apiserver store.go markAsDeleting",
+        (
+            held(),
+            delete(
+                "a",
+                expect={
+                    "kind": "TrainingRuntime",
+                    "metadata": {
+                        "deletionTimestamp": TIME,
+                        "deletionGracePeriodSeconds": 0,
+                        "generation": 2,
+                        "finalizers": ["nodus.dev/hold"],
+                        "resourceVersion": later("rv"),
+                    },
+                },
+            ),
+            get("a", expect={"metadata": {"deletionTimestamp": TIME}}),
+        ),
+    ),
+    Sequence(
+        "removing-the-last-finalizer-deletes-the-object",
+        f"{FINALIZATION} TestFinalization (finalizers removed → gone)",
+        (
+            held(),
+            delete("a"),
+            merge("a", {"metadata": {"finalizers": None}}, expect={"kind": "TrainingRuntime"}),
+            gone("a"),
+        ),
+    ),
+    Sequence(
+        "removing-one-of-two-finalizers-keeps-the-object",
+        f"{FINALIZATION} TestFinalizationAndDeletion",
+        (
+            Step("POST", TRS, 201, with_meta(runtime("a"), finalizers=["nodus.dev/one", "nodus.dev/two"])),
+            delete("a"),
+            merge(
+                "a",
+                {"metadata": {"finalizers": ["nodus.dev/two"]}},
+                expect={"metadata": {"finalizers": ["nodus.dev/two"], "deletionTimestamp": TIME}},
+            ),
+            get("a"),
+        ),
+    ),
+    Sequence(
+        "no-new-finalizers-once-deletion-started",
+        "apimachinery pkg/api/validation/objectmeta.go ValidateNoNewFinalizers",
+        (
+            held(),
+            delete("a"),
+            merge(
+                "a",
+                {"metadata": {"finalizers": ["nodus.dev/hold", "nodus.dev/late"]}},
+                422,
+                failure(
+                    422,
+                    "Invalid",
+                    'TrainingRuntime.nodus.dev "a" is invalid: metadata.finalizers: Forbidden: no '
+                    "new finalizers can be added if the object is being deleted, found new "
+                    'finalizers []string{"nodus.dev/late"}',
+                    {
+                        "causes": [
+                            cause(
+                                "FieldValueForbidden",
+                                "metadata.finalizers",
+                                "Forbidden: no new finalizers can be added if the object is "
+                                'being deleted, found new finalizers []string{"nodus.dev/late"}',
+                            )
+                        ]
+                    },
+                ),
+            ),
+        ),
+    ),
+    Sequence(
+        "a-spec-change-while-deleting-is-still-allowed",
+        f"{FINALIZATION} TestFinalization (updates while terminating)",
+        (
+            held(),
+            delete("a"),
+            merge(
+                "a",
+                {"spec": {"task": "DPO"}},
+                expect={"spec": {"task": "DPO"}, "metadata": {"deletionTimestamp": TIME}},
+            ),
+        ),
+    ),
+    Sequence(
+        "a-write-cannot-clear-the-deletion-timestamp",
+        "apiserver pkg/registry/rest/update.go BeforeUpdate (deletionTimestamp kept)",
+        (
+            held(),
+            delete("a", save={"ts": "metadata.deletionTimestamp"}),
+            merge(
+                "a",
+                {"metadata": {"deletionTimestamp": None, "labels": {"x": "y"}}},
+                expect={"metadata": {"deletionTimestamp": "{ts}", "labels": {"x": "y"}}},
+            ),
+        ),
+    ),
+    Sequence(
+        "a-second-delete-of-a-terminating-object-changes-nothing",
+        f"{STORE} TestGracefulStoreHandleFinalizers; store.go updateForGracefulDeletionAndFinalizers",
+        (
+            held(),
+            delete("a", save={"rv2": "metadata.resourceVersion", "ts": "metadata.deletionTimestamp"}),
+            delete(
+                "a",
+                expect={
+                    "metadata": {
+                        "resourceVersion": same("rv2"),
+                        "deletionTimestamp": "{ts}",
+                        "generation": 2,
+                    }
+                },
+            ),
+        ),
+    ),
+    Sequence(
+        "deletecollection-answers-the-deleted-items-as-a-list",
+        f"{DELETE} TestDeleteCollection; {STORE} TestStoreDeleteCollection",
+        (
+            create("a"),
+            create("b"),
+            Step(
+                "DELETE",
+                TRS,
+                200,
+                expect={
+                    "kind": "TrainingRuntimeList",
+                    "apiVersion": "nodus.dev/v1beta1",
+                    "items": Length(2),
+                },
+            ),
+            Step("GET", TRS, 200, expect={"items": []}),
+        ),
+    ),
+    Sequence(
+        "deletecollection-by-label-deletes-only-the-selection",
+        f"{STORE} TestStoreDeleteCollection (label selector)",
+        (
+            Step("POST", TRS, 201, with_meta(runtime("a"), labels={"tier": "gold"})),
+            Step("POST", TRS, 201, with_meta(runtime("b"), labels={"tier": "lead"})),
+            Step(
+                "DELETE",
+                f"{TRS}?labelSelector=tier%3Dgold",
+                200,
+                expect={"items": [{"metadata": {"name": "a"}}]},
+            ),
+            gone("a"),
+            get("b"),
+        ),
+    ),
+    Sequence(
+        "deletecollection-of-nothing-is-an-empty-list",
+        f"{STORE} TestStoreDeleteCollectionNotFound",
+        (Step("DELETE", TRS, 200, expect={"kind": "TrainingRuntimeList", "items": []}),),
+    ),
+    Sequence(
+        "deletecollection-with-dry-run-deletes-nothing",
+        f"{DRYRUN} (DeleteCollection dryRun)",
+        (
+            create("a"),
+            Step("DELETE", f"{TRS}?dryRun=All", 200, expect={"items": Length(1)}),
+            get("a"),
+        ),
+    ),
+    Sequence(
+        "dry-run-create-answers-the-object-and-stores-nothing",
+        f"{DRYRUN} DryRunCreateTest",
+        (
+            Step(
+                "POST",
+                f"{TRS}?dryRun=All",
+                201,
+                runtime("a"),
+                expect={
+                    "metadata": {
+                        "name": "a",
+                        "creationTimestamp": TIME,
+                        "generation": 1,
+                        "resourceVersion": ABSENT,
+                    }
+                },
+            ),
+            gone("a"),
+        ),
+    ),
+    Sequence(
+        "dry-run-create-still-validates",
+        f"{DRYRUN} DryRunCreateTest (invalid object)",
+        (
+            Step(
+                "POST",
+                f"{TRS}?dryRun=All",
+                422,
+                runtime("a", task="Nope"),
+                expect=failure(422, "Invalid", contains("spec.task: Unsupported value")),
+            ),
+        ),
+    ),
+    Sequence(
+        "dry-run-create-of-an-existing-name-is-409",
+        f"{DRYRUN} DryRunCreateTest (already exists)",
+        (
+            create("a"),
+            Step(
+                "POST",
+                f"{TRS}?dryRun=All",
+                409,
+                runtime("a"),
+                expect=failure(409, "AlreadyExists", 'trainingruntimes.nodus.dev "a" already exists'),
+            ),
+        ),
+    ),
+    Sequence(
+        "dry-run-patch-answers-the-result-and-stores-nothing",
+        f"{DRYRUN} DryRunPatchTest",
+        (
+            create("a"),
+            merge("a?dryRun=All", {"spec": {"task": "DPO"}}, expect={"spec": {"task": "DPO"}, "metadata": {"generation": 2}}),
+            get("a", expect={"spec": {"task": "SFT"}, "metadata": {"resourceVersion": same("rv"), "generation": 1}}),
+        ),
+    ),
+    Sequence(
+        "dry-run-update-answers-the-result-and-stores-nothing",
+        f"{DRYRUN} DryRunUpdateTest",
+        (
+            create("a"),
+            Step(
+                "PUT",
+                f"{TRS}/a?dryRun=All",
+                200,
+                with_meta(runtime("a", task="DPO"), resourceVersion="{rv}"),
+                expect={"spec": {"task": "DPO"}},
+            ),
+            get("a", expect={"spec": {"task": "SFT"}}),
+        ),
+    ),
+    Sequence(
+        "dry-run-delete-keeps-the-object",
+        f"{DRYRUN} DryRunDeleteTest",
+        (
+            create("a"),
+            delete("a?dryRun=All", expect={"status": "Success"}),
+            get("a", expect={"metadata": {"resourceVersion": same("rv")}}),
+        ),
+    ),
+    Sequence(
+        "dry-run-delete-of-a-held-object-does-not-mark-it",
+        f"{DRYRUN} DryRunDeleteTest (finalizers)",
+        (
+            held(),
+            delete("a?dryRun=All", expect={"metadata": {"deletionTimestamp": TIME}}),
+            get("a", expect={"metadata": {"deletionTimestamp": ABSENT}}),
+        ),
+    ),
+    Sequence(
+        "dry-run-status-patch-stores-nothing",
+        f"{DRYRUN} DryRunPatchTest (status subresource)",
+        (
+            create("a"),
+            Step(
+                "PATCH",
+                f"{STATUS}?dryRun=All",
+                200,
+                {"status": {"imageDigest": DIGEST}},
+                MERGE,
+                who="root",
+                expect={"status": {"imageDigest": DIGEST}},
+            ),
+            get("a", expect={"status": {"imageDigest": ABSENT}}),
+        ),
+    ),
+    Sequence(
+        "an-unknown-dry-run-value-is-422",
+        "apimachinery pkg/apis/meta/v1/validation ValidateDryRun; handlers/create.go",
+        (
+            Step(
+                "POST",
+                f"{TRS}?dryRun=Some",
+                422,
+                runtime("a"),
+                expect=failure(
+                    422,
+                    "Invalid",
+                    'CreateOptions.meta.k8s.io "" is invalid: dryRun: Unsupported value: '
+                    '[]string{"Some"}: supported values: "All"',
+                    {"group": "meta.k8s.io", "kind": "CreateOptions"},
+                ),
+            ),
+            gone("a"),
+        ),
+    ),
+]
+
+
+@pytest.mark.parametrize("sequence", params(SEQUENCES))
+def test_sequence(sequence: Sequence, in_process: InProcess) -> None:
+    run(sequence, in_process)
