@@ -139,6 +139,19 @@ def other(name: str) -> Any:
 
 
 @dataclass(frozen=True)
+class Item(Matcher):
+    """A list whose item at `index` matches `pattern` (other items are not checked)."""
+
+    index: int
+    pattern: Any
+
+    def check(self, actual: Any, saved: Mapping[str, Any]) -> str | None:
+        if not isinstance(actual, list) or len(actual) <= self.index:
+            return f"{actual!r} has no item {self.index}"
+        return matches(actual[self.index], self.pattern, saved, f"[{self.index}]")
+
+
+@dataclass(frozen=True)
 class Length(Matcher):
     count: int
 
