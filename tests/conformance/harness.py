@@ -238,6 +238,7 @@ class Step:
     expect: Any = None  # pattern for the JSON body (None: not checked)
     expect_headers: Mapping[str, Any] = field(default_factory=dict)  # lower-case names
     save: Mapping[str, str] = field(default_factory=dict)  # name -> dotted path in the body
+    text: Any = None  # pattern for the body as text (non-JSON answers)
 
 
 @dataclass(frozen=True)
@@ -343,6 +344,9 @@ def _send(step: Step, transport: Transport, saved: dict[str, Any], label: str) -
     if step.expect is not None:
         problem = matches(answer.body, step.expect, saved)
         assert problem is None, f"{where}: {problem}; body {answer.raw[:1500]!r}"
+    if step.text is not None:
+        problem = matches(answer.raw.decode(errors="replace"), step.text, saved, "text")
+        assert problem is None, f"{where}: {problem}"
     for name, want in step.expect_headers.items():
         problem = matches(answer.headers.get(name.lower(), ABSENT), want, saved, name)
         if want is ABSENT:
@@ -382,7 +386,14 @@ def runtime(name: str = "conf", namespace: str | None = None, **spec: Any) -> di
         "apiVersion": "nodus.dev/v1beta1",
         "kind": "TrainingRuntime",
         "metadata": {"name": name},
-        "spec": {"image": IMAGE, "task": "SFT", "command": ["python", "-m", "trainer"], **spec},
+        "spec": {
+            "image": IMAGE,
+            "task": "SFT",
+            "command": ["python", "-m", "trainer"],
+            # a training task without it draws one of our spec warnings (compatibility row 2)
+            "requires": {"data": True},
+            **spec,
+        },
     }
     if namespace:
         body["metadata"]["namespace"] = namespace
