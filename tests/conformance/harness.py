@@ -15,7 +15,9 @@ anything else must be equal. Strings in paths, bodies and patterns may name save
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence as Seq
+import time
+from collections.abc import Mapping
+from collections.abc import Sequence as Seq
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -70,9 +72,13 @@ class Re(Matcher):
     pattern: str
 
     def check(self, actual: Any, saved: Mapping[str, Any]) -> str | None:
-        if isinstance(actual, str) and re.fullmatch(self.pattern, actual):
+        pattern = _NAME.sub(
+            lambda m: re.escape(str(saved[m.group(1)])) if m.group(1) in saved else m.group(0),
+            self.pattern,
+        )
+        if isinstance(actual, str) and re.fullmatch(pattern, actual):
             return None
-        return f"{actual!r} does not match /{self.pattern}/"
+        return f"{actual!r} does not match /{pattern}/"
 
 
 @dataclass(frozen=True)
@@ -266,10 +272,19 @@ class Events:
 
 
 @dataclass(frozen=True)
+class Eventually:
+    """`steps` run again (after a pause) until they all pass, for what a server does after it
+    answered (compaction); at most `seconds`."""
+
+    steps: tuple[Step | Watch | Events, ...]
+    seconds: float = 15.0
+
+
+@dataclass(frozen=True)
 class Sequence:
     name: str
     source: str  # the kube file and test (or doc section) this is written from
-    steps: tuple[Step | Watch | Events | Callable[[dict[str, Any]], None], ...]
+    steps: tuple[Step | Watch | Events | Eventually, ...]
     divergence: str | None = None  # set: a strict xfail until nodus does as kube does
     accelerators: bool = False  # seed the accelerator catalog first (in-process)
 
@@ -314,23 +329,47 @@ def run(sequence: Sequence, transport: Transport, unique: str = "") -> dict[str,
     try:
         for index, step in enumerate(sequence.steps):
             label = f"{sequence.name} step {index}"
-            if callable(step) and not isinstance(step, Step | Watch | Events):
-                step(saved)
-            elif isinstance(step, Step):
-                _send(step, transport, saved, label)
-            elif isinstance(step, Watch):
-                watches[step.name] = transport.open_watch(step, substitute(step.path, saved))
-                watcher = watches[step.name]
-                assert watcher.status == step.status, f"{label}: watch answered {watcher.status}"
-                if step.expect is not None:
-                    problem = matches(watcher.body_json(), step.expect, saved)
-                    assert problem is None, f"{label}: {problem}"
+            if isinstance(step, Eventually):
+                deadline = time.monotonic() + step.seconds
+                while True:
+                    try:
+                        _run_steps(step.steps, transport, saved, watches, label)
+                        break
+                    except AssertionError:
+                        if time.monotonic() > deadline:
+                            raise
+                        time.sleep(0.5)
             else:
-                _read_events(step, watches[step.name], saved, label)
+                _run_steps((step,), transport, saved, watches, label)
     finally:
         for watcher in watches.values():
             watcher.close()
     return saved
+
+
+def _run_steps(
+    steps: Seq[Step | Watch | Events],
+    transport: Transport,
+    saved: dict[str, Any],
+    watches: dict[str, Any],
+    label: str,
+) -> None:
+    for step in steps:
+        if isinstance(step, Step):
+            _send(step, transport, saved, label)
+        elif isinstance(step, Watch):
+            if step.name in watches:
+                watches.pop(step.name).close()
+            watcher = transport.open_watch(step, substitute(step.path, saved))
+            watches[step.name] = watcher
+            assert watcher.status == step.status, (
+                f"{label}: watch answered {watcher.status}, expected {step.status}"
+            )
+            if step.expect is not None:
+                problem = matches(watcher.body_json(), step.expect, saved)
+                assert problem is None, f"{label}: {problem}"
+        else:
+            _read_events(step, watches[step.name], saved, label)
 
 
 def _send(step: Step, transport: Transport, saved: dict[str, Any], label: str) -> None:
