@@ -360,7 +360,9 @@ def test_it_checks_delete_preconditions(alice: ApiClient) -> None:
     created(alice)
     response = alice.delete(f"{TRS}/sft-demo", {"preconditions": {"uid": "not-the-uid"}})
     assert response.status_code == 409
-    assert "the UID in the precondition (not-the-uid) does not match" in response.json_body["message"]
+    assert (
+        "the UID in the precondition (not-the-uid) does not match" in response.json_body["message"]
+    )
     assert alice.get(f"{TRS}/sft-demo").status_code == 200
 
 

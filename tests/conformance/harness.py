@@ -411,9 +411,8 @@ def _read_events(step: Events, watcher: Any, saved: dict[str, Any], label: str) 
         saved[name] = pick(got[int(index)], rest)
     if step.end:
         while (event := watcher.next(15.0)) is not None:
-            assert step.skip_bookmarks and event.get("type") == "BOOKMARK", (
-                f"{label}: expected the stream to end, got {event!r}"
-            )
+            bookmark = step.skip_bookmarks and event.get("type") == "BOOKMARK"
+            assert bookmark, f"{label}: expected the stream to end, got {event!r}"
 
 
 # ---- building blocks for sequences ------------------------------------------------------------
@@ -502,5 +501,7 @@ def gone(name: str) -> Step:
     return get(
         name,
         404,
-        failure(404, "NotFound", f'trainingruntimes.nodus.dev "{name}" not found', tr_details(name)),
+        failure(
+            404, "NotFound", f'trainingruntimes.nodus.dev "{name}" not found', tr_details(name)
+        ),
     )

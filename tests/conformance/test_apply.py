@@ -9,7 +9,6 @@ from tests.conformance.harness import (
     ABSENT,
     APPLY,
     IMAGE,
-    MERGE,
     TIME,
     TRS,
     Exactly,
@@ -36,7 +35,15 @@ STATUS_TEST = "kubernetes test/integration/apiserver/apply/status_test.go"
 OTHER_IMAGE = "registry.nodus.dev/trainers/sft:2.0@sha256:" + "cd" * 32
 
 
-def apply(name: str, body: object, manager: str = "me", status: int = 200, expect: object = None, query: str = "", **kw: object) -> Step:
+def apply(
+    name: str,
+    body: object,
+    manager: str = "me",
+    status: int = 200,
+    expect: object = None,
+    query: str = "",
+    **kw: object,
+) -> Step:
     return Step(
         "PATCH",
         f"{TRS}/{name}?fieldManager={manager}{query}",
@@ -122,7 +129,10 @@ SEQUENCES = [
             apply(
                 "a",
                 config(task="DPO"),
-                expect={"spec": {"task": "DPO"}, "metadata": {"generation": 2, "resourceVersion": later("rv")}},
+                expect={
+                    "spec": {"task": "DPO"},
+                    "metadata": {"generation": 2, "resourceVersion": later("rv")},
+                },
             ),
         ),
     ),
@@ -139,7 +149,11 @@ SEQUENCES = [
         f"{CONFLICT} NewConflictError; {APPLY_TEST} TestApplyUpdateApplyConflictForced",
         (
             apply("a", config(), status=201),
-            merge("a?fieldManager=other", {"spec": {"image": OTHER_IMAGE}}, save={"rv": "metadata.resourceVersion"}),
+            merge(
+                "a?fieldManager=other",
+                {"spec": {"image": OTHER_IMAGE}},
+                save={"rv": "metadata.resourceVersion"},
+            ),
             apply(
                 "a",
                 config(),
@@ -162,7 +176,13 @@ SEQUENCES = [
                     ),
                 ),
             ),
-            get("a", expect={"spec": {"image": OTHER_IMAGE}, "metadata": {"resourceVersion": same("rv")}}),
+            get(
+                "a",
+                expect={
+                    "spec": {"image": OTHER_IMAGE},
+                    "metadata": {"resourceVersion": same("rv")},
+                },
+            ),
         ),
     ),
     Sequence(
@@ -170,12 +190,17 @@ SEQUENCES = [
         f"{CONFLICT} printManager (Apply managers print without 'using')",
         (
             apply("a", config(), status=201),
-            apply("a", config(image=OTHER_IMAGE), manager="other", status=409,
-                  expect=failure(
-                      409,
-                      "Conflict",
-                      'Apply failed with 1 conflict: conflict with "me": .spec.image',
-                  )),
+            apply(
+                "a",
+                config(image=OTHER_IMAGE),
+                manager="other",
+                status=409,
+                expect=failure(
+                    409,
+                    "Conflict",
+                    'Apply failed with 1 conflict: conflict with "me": .spec.image',
+                ),
+            ),
         ),
     ),
     Sequence(
@@ -226,8 +251,16 @@ SEQUENCES = [
                 expect={
                     "metadata": {
                         "managedFields": contains(
-                            {"manager": "me", "operation": "Apply", "fieldsV1": {"f:spec": {"f:image": {}}}},
-                            {"manager": "other", "operation": "Apply", "fieldsV1": {"f:spec": {"f:image": {}}}},
+                            {
+                                "manager": "me",
+                                "operation": "Apply",
+                                "fieldsV1": {"f:spec": {"f:image": {}}},
+                            },
+                            {
+                                "manager": "other",
+                                "operation": "Apply",
+                                "fieldsV1": {"f:spec": {"f:image": {}}},
+                            },
                         )
                     }
                 },
@@ -240,7 +273,13 @@ SEQUENCES = [
         "apply-with-dry-run-stores-nothing",
         f"{APPLY_TEST} (dryRun); kubernetes test/integration/dryrun/dryrun_test.go",
         (
-            apply("a", config(), status=201, query="&dryRun=All", expect={"metadata": {"resourceVersion": ABSENT}}),
+            apply(
+                "a",
+                config(),
+                status=201,
+                query="&dryRun=All",
+                expect={"metadata": {"resourceVersion": ABSENT}},
+            ),
             gone("a"),
         ),
     ),
@@ -251,7 +290,7 @@ SEQUENCES = [
             apply(
                 "a",
                 "apiVersion: nodus.dev/v1beta1\nkind: TrainingRuntime\nmetadata:\n  name: a\n"
-                f"spec:\n  image: \"{IMAGE}\"\n  task: SFT\n  command: [python]\n"
+                f'spec:\n  image: "{IMAGE}"\n  task: SFT\n  command: [python]\n'
                 "  requires: {data: true}\n",
                 status=201,
                 expect={"spec": {"command": ["python"]}},
@@ -267,14 +306,24 @@ SEQUENCES = [
                 "PATCH",
                 f"{TRS}/a/status?fieldManager=ctl",
                 200,
-                {"apiVersion": "nodus.dev/v1beta1", "kind": "TrainingRuntime", "metadata": {"name": "a"}, "status": {"imageDigest": "sha256:" + "1" * 64}},
+                {
+                    "apiVersion": "nodus.dev/v1beta1",
+                    "kind": "TrainingRuntime",
+                    "metadata": {"name": "a"},
+                    "status": {"imageDigest": "sha256:" + "1" * 64},
+                },
                 APPLY,
                 who="root",
                 expect={
                     "status": {"imageDigest": "sha256:" + "1" * 64},
                     "metadata": {
                         "managedFields": contains(
-                            {"manager": "ctl", "operation": "Apply", "subresource": "status", "fieldsV1": {"f:status": {"f:imageDigest": {}}}}
+                            {
+                                "manager": "ctl",
+                                "operation": "Apply",
+                                "subresource": "status",
+                                "fieldsV1": {"f:status": {"f:imageDigest": {}}},
+                            }
                         )
                     },
                 },
@@ -301,7 +350,12 @@ SEQUENCES = [
         "apply-of-an-invalid-object-is-422",
         f"{APPLY_CRD} (schema validation on apply)",
         (
-            apply("a", config(task="Nope"), status=422, expect=failure(422, "Invalid", contains("spec.task: Unsupported value"))),
+            apply(
+                "a",
+                config(task="Nope"),
+                status=422,
+                expect=failure(422, "Invalid", contains("spec.task: Unsupported value")),
+            ),
             gone("a"),
         ),
     ),
@@ -321,8 +375,16 @@ SEQUENCES = [
                 expect={
                     "metadata": {
                         "managedFields": contains(
-                            {"manager": "me", "operation": "Apply", "fieldsV1": {"f:spec": {"f:task": ABSENT}}},
-                            {"manager": "editor", "operation": "Update", "fieldsV1": {"f:spec": {"f:task": {}}}},
+                            {
+                                "manager": "me",
+                                "operation": "Apply",
+                                "fieldsV1": {"f:spec": {"f:task": ABSENT}},
+                            },
+                            {
+                                "manager": "editor",
+                                "operation": "Update",
+                                "fieldsV1": {"f:spec": {"f:task": {}}},
+                            },
                         )
                     }
                 },
@@ -345,7 +407,8 @@ SEQUENCES = [
     ),
     Sequence(
         "clearing-managed-fields-with-an-empty-list-resets-them",
-        "kubernetes test/integration/apiserver/apply/apply_test.go TestClearManagedFieldsWithUpdateEmptyList",
+        "kubernetes test/integration/apiserver/apply/apply_test.go "
+        "TestClearManagedFieldsWithUpdateEmptyList",
         (
             apply("a", config(), status=201),
             merge(
@@ -358,7 +421,8 @@ SEQUENCES = [
     ),
     Sequence(
         "apply-of-a-list-map-merges-by-key",
-        "kubernetes test/integration/apiserver/apply/apply_crd_test.go TestApplyCRDStructuralSchemaWithDefaulting "
+        "kubernetes test/integration/apiserver/apply/apply_crd_test.go "
+        "TestApplyCRDStructuralSchemaWithDefaulting "
         "(x-kubernetes-list-type: map)",
         (
             apply("a", config(outputs=[{"name": "model", "path": "/out/model"}]), status=201),

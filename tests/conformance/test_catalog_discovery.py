@@ -28,9 +28,14 @@ from tests.conformance.harness import (
 
 BASIC = "apiextensions-apiserver test/integration/basic_test.go TestClusterScopedCRUD"
 DISCOVERY = "apiextensions-apiserver test/integration/basic_test.go TestDiscovery"
-SUBRES_DISCOVERY = "apiextensions-apiserver test/integration/subresources_test.go TestSubresourcesDiscovery"
+SUBRES_DISCOVERY = (
+    "apiextensions-apiserver test/integration/subresources_test.go TestSubresourcesDiscovery"
+)
 AGGREGATED = "kubernetes test/integration/apiserver/discovery/discovery_test.go"
-VERSION = "kubernetes test/integration/apiserver/compatibility_versions_test.go; apimachinery version.Info"
+VERSION = (
+    "kubernetes test/integration/apiserver/compatibility_versions_test.go; "
+    "apimachinery version.Info"
+)
 AGGREGATED_ACCEPT = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 H100 = ["h100-80g-pcie", "h100-80g-sxm", "h100-94g-nvl"]
 NOT_ALLOWED = "read-only catalog (docs/kube-compatibility.md): writes are 405"
@@ -124,7 +129,10 @@ SEQUENCES = [
                 f"{ACCS}?limit=2",
                 200,
                 expect={
-                    "items": [{"metadata": {"name": "a100-40g-sxm"}}, {"metadata": {"name": "a100-80g-pcie"}}],
+                    "items": [
+                        {"metadata": {"name": "a100-40g-sxm"}},
+                        {"metadata": {"name": "a100-80g-pcie"}},
+                    ],
                     "metadata": {"continue": Re(".+"), "remainingItemCount": 10},
                 },
                 save={"token": "metadata.continue"},
@@ -133,7 +141,12 @@ SEQUENCES = [
                 "GET",
                 f"{ACCS}?limit=2&continue={{token}}",
                 200,
-                expect={"items": [{"metadata": {"name": "a100-80g-sxm"}}, {"metadata": {"name": "b200-180g-sxm"}}]},
+                expect={
+                    "items": [
+                        {"metadata": {"name": "a100-80g-sxm"}},
+                        {"metadata": {"name": "b200-180g-sxm"}},
+                    ]
+                },
             ),
         ),
         accelerators=True,
@@ -153,7 +166,10 @@ SEQUENCES = [
                     "rows": [
                         {
                             "cells": Item(0, "h100-80g-sxm"),
-                            "object": {"kind": "PartialObjectMetadata", "metadata": {"namespace": ABSENT}},
+                            "object": {
+                                "kind": "PartialObjectMetadata",
+                                "metadata": {"namespace": ABSENT},
+                            },
                         }
                     ],
                 },
@@ -181,7 +197,9 @@ SEQUENCES = [
                 who="root",
                 expect=failure(405, "MethodNotAllowed"),
             ),
-            Step("GET", f"{ACCS}/h100-80g-sxm", 200, expect={"metadata": {"labels": {"a": ABSENT}}}),
+            Step(
+                "GET", f"{ACCS}/h100-80g-sxm", 200, expect={"metadata": {"labels": {"a": ABSENT}}}
+            ),
         ),
         accelerators=True,
     ),
@@ -266,21 +284,28 @@ SEQUENCES = [
                 expect={
                     "kind": "APIGroupList",
                     "apiVersion": "v1",
-                    "groups": contains({"name": "nodus.dev", "preferredVersion": {"version": "v1beta1"}}),
+                    "groups": contains(
+                        {"name": "nodus.dev", "preferredVersion": {"version": "v1beta1"}}
+                    ),
                 },
             ),
         ),
     ),
     Sequence(
         "apis-with-an-aggregated-accept-is-an-api-group-discovery-list",
-        f"{AGGREGATED}; apiserver pkg/endpoints/discovery/aggregated/handler_test.go TestBasicResponse",
+        f"{AGGREGATED}; apiserver pkg/endpoints/discovery/aggregated/handler_test.go "
+        f"TestBasicResponse",
         (
             Step(
                 "GET",
                 "/apis",
                 200,
                 headers={"Accept": AGGREGATED_ACCEPT},
-                expect_headers={"content-type": Re(r"application/json;\s*g=apidiscovery\.k8s\.io;\s*v=v2;\s*as=APIGroupDiscoveryList")},
+                expect_headers={
+                    "content-type": Re(
+                        r"application/json;\s*g=apidiscovery\.k8s\.io;\s*v=v2;\s*as=APIGroupDiscoveryList"
+                    )
+                },
                 expect={
                     "kind": "APIGroupDiscoveryList",
                     "apiVersion": "apidiscovery.k8s.io/v2",
@@ -294,11 +319,18 @@ SEQUENCES = [
                                     "resources": contains(
                                         {
                                             "resource": "trainingruntimes",
-                                            "responseKind": {"group": "nodus.dev", "version": "v1beta1", "kind": "TrainingRuntime"},
+                                            "responseKind": {
+                                                "group": "nodus.dev",
+                                                "version": "v1beta1",
+                                                "kind": "TrainingRuntime",
+                                            },
                                             "scope": "Namespaced",
                                             "singularResource": "trainingruntime",
                                             "subresources": contains(
-                                                {"subresource": "status", "verbs": ["get", "patch", "update"]}
+                                                {
+                                                    "subresource": "status",
+                                                    "verbs": ["get", "patch", "update"],
+                                                }
                                             ),
                                         },
                                         {"resource": "accelerators", "scope": "Cluster"},
@@ -367,7 +399,13 @@ SEQUENCES = [
                 "GET",
                 "/openapi/v3",
                 200,
-                expect={"paths": {"apis/nodus.dev/v1beta1": {"serverRelativeURL": Re(r"/openapi/v3/apis/nodus\.dev/v1beta1\?hash=.+")}}},
+                expect={
+                    "paths": {
+                        "apis/nodus.dev/v1beta1": {
+                            "serverRelativeURL": Re(r"/openapi/v3/apis/nodus\.dev/v1beta1\?hash=.+")
+                        }
+                    }
+                },
             ),
         ),
     ),

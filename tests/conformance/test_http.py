@@ -57,7 +57,9 @@ SEQUENCES = [
         "create-from-yaml",
         f"{APISERVER} TestCreateYAML",
         (
-            Step("POST", TRS, 201, YAML_BODY, "application/yaml", expect={"metadata": {"name": "y"}}),
+            Step(
+                "POST", TRS, 201, YAML_BODY, "application/yaml", expect={"metadata": {"name": "y"}}
+            ),
             get("y", expect={"spec": {"task": "SFT"}}),
         ),
     ),
@@ -125,7 +127,11 @@ SEQUENCES = [
             get(
                 "a",
                 406,
-                failure(406, "NotAcceptable", contains("only the following media types are accepted: application/json")),
+                failure(
+                    406,
+                    "NotAcceptable",
+                    contains("only the following media types are accepted: application/json"),
+                ),
                 headers={"Accept": "text/html"},
             ),
         ),
@@ -145,7 +151,14 @@ SEQUENCES = [
     Sequence(
         "a-wildcard-accept-gets-json",
         NEGOTIATE,
-        (create("a"), get("a", headers={"Accept": "*/*"}, expect_headers={"content-type": Re("application/json.*")})),
+        (
+            create("a"),
+            get(
+                "a",
+                headers={"Accept": "*/*"},
+                expect_headers={"content-type": Re("application/json.*")},
+            ),
+        ),
     ),
     Sequence(
         "options-is-405",
@@ -210,7 +223,9 @@ SEQUENCES = [
                 f"{TRS}/a",
                 409,
                 runtime("a"),
-                expect=failure(409, "AlreadyExists", 'trainingruntimes.nodus.dev "a" already exists'),
+                expect=failure(
+                    409, "AlreadyExists", 'trainingruntimes.nodus.dev "a" already exists'
+                ),
             ),
         ),
         divergence="POST to an item path: nodus 405, kube creates from the body (409 when it "
@@ -235,7 +250,15 @@ SEQUENCES = [
                     422,
                     "Invalid",
                     contains('kind: Invalid value: "Other": must be TrainingRuntime'),
-                    {"causes": contains(cause("FieldValueInvalid", "kind", 'Invalid value: "Other": must be TrainingRuntime'))},
+                    {
+                        "causes": contains(
+                            cause(
+                                "FieldValueInvalid",
+                                "kind",
+                                'Invalid value: "Other": must be TrainingRuntime',
+                            )
+                        )
+                    },
                 ),
             ),
             gone("a"),
@@ -272,7 +295,10 @@ SEQUENCES = [
                 expect=failure(
                     422,
                     "Invalid",
-                    contains("metadata.generateName: Invalid value:", "must be no more than 253 characters"),
+                    contains(
+                        "metadata.generateName: Invalid value:",
+                        "must be no more than 253 characters",
+                    ),
                 ),
             ),
         ),
@@ -340,12 +366,15 @@ SEQUENCES = [
     ),
     Sequence(
         "strict-field-validation-refuses-an-unknown-field-with-400",
-        f"{FIELD_VALIDATION} should detect unknown fields in a CR with Strict; {FIELD_VALIDATION_INT}",
+        f"{FIELD_VALIDATION} should detect unknown fields in a CR with Strict; "
+        f"{FIELD_VALIDATION_INT}",
         (
             unknown_field_create(
                 "?fieldValidation=Strict",
                 400,
-                expect=failure(400, "BadRequest", 'strict decoding error: unknown field "spec.foo"'),
+                expect=failure(
+                    400, "BadRequest", 'strict decoding error: unknown field "spec.foo"'
+                ),
             ),
             gone("a"),
         ),
@@ -379,7 +408,10 @@ SEQUENCES = [
         f"{FIELD_VALIDATION} (Ignore); {FIELD_VALIDATION_INT}",
         (
             unknown_field_create(
-                "?fieldValidation=Ignore", 201, expect={"spec": {"foo": ABSENT}}, expect_headers={"warning": ABSENT}
+                "?fieldValidation=Ignore",
+                201,
+                expect={"spec": {"foo": ABSENT}},
+                expect_headers={"warning": ABSENT},
             ),
         ),
     ),
@@ -395,7 +427,10 @@ SEQUENCES = [
                 expect=failure(
                     400,
                     "BadRequest",
-                    Re(r'strict decoding error: unknown field "spec\.(foo|bar)", unknown field "spec\.(foo|bar)"'),
+                    Re(
+                        r'strict decoding error: unknown field "spec\.(foo|bar)", '
+                        r'unknown field "spec\.(foo|bar)"'
+                    ),
                 ),
             ),
         ),
@@ -409,7 +444,9 @@ SEQUENCES = [
                 f"{TRS}?fieldValidation=Strict",
                 400,
                 with_meta(runtime("a"), colour="red"),
-                expect=failure(400, "BadRequest", 'strict decoding error: unknown field "metadata.colour"'),
+                expect=failure(
+                    400, "BadRequest", 'strict decoding error: unknown field "metadata.colour"'
+                ),
             ),
         ),
     ),
@@ -423,7 +460,9 @@ SEQUENCES = [
                 f"{TRS}/a?fieldValidation=Strict",
                 400,
                 with_meta(runtime("a", foo=1), resourceVersion="{rv}"),
-                expect=failure(400, "BadRequest", 'strict decoding error: unknown field "spec.foo"'),
+                expect=failure(
+                    400, "BadRequest", 'strict decoding error: unknown field "spec.foo"'
+                ),
             ),
         ),
     ),
@@ -467,10 +506,21 @@ SEQUENCES = [
                 runtime("a", task="Nope", launcher="Rocket"),
                 expect=invalid(
                     "a",
-                    Re(r'TrainingRuntime\.nodus\.dev "a" is invalid: \[.*spec\.task: Unsupported value.*\]'),
+                    Re(
+                        r'TrainingRuntime\.nodus\.dev "a" is invalid: '
+                        r"\[.*spec\.task: Unsupported value.*\]"
+                    ),
                     contains(
-                        cause("FieldValueNotSupported", "spec.task", contains('Unsupported value: "Nope"')),
-                        cause("FieldValueNotSupported", "spec.launcher", contains('Unsupported value: "Rocket"')),
+                        cause(
+                            "FieldValueNotSupported",
+                            "spec.task",
+                            contains('Unsupported value: "Nope"'),
+                        ),
+                        cause(
+                            "FieldValueNotSupported",
+                            "spec.launcher",
+                            contains('Unsupported value: "Rocket"'),
+                        ),
                     ),
                 ),
             ),
@@ -478,7 +528,8 @@ SEQUENCES = [
     ),
     Sequence(
         "a-missing-required-field-is-required-value",
-        "apiextensions-apiserver test/integration/validation_test.go TestForProperValidationErrors (required)",
+        "apiextensions-apiserver test/integration/validation_test.go "
+        "TestForProperValidationErrors (required)",
         (
             Step(
                 "POST",
@@ -495,7 +546,8 @@ SEQUENCES = [
     ),
     Sequence(
         "a-wrongly-typed-field-is-invalid-type",
-        "apiextensions-apiserver test/integration/validation_test.go TestForProperValidationErrors (type)",
+        "apiextensions-apiserver test/integration/validation_test.go "
+        "TestForProperValidationErrors (type)",
         (
             Step(
                 "POST",
@@ -522,9 +574,7 @@ SEQUENCES = [
     Sequence(
         "a-non-object-body-is-400",
         f"{APISERVER} TestCreateChecksDecode",
-        (
-            Step("POST", TRS, 400, b"[1,2,3]", expect=failure(400, "BadRequest")),
-        ),
+        (Step("POST", TRS, 400, b"[1,2,3]", expect=failure(400, "BadRequest")),),
     ),
     Sequence(
         "a-body-that-is-not-json-is-400",
@@ -549,13 +599,26 @@ SEQUENCES = [
         f"{APISERVER} TestGetPretty",
         (
             create("a"),
-            Step("GET", f"{TRS}/a?pretty=true", 200, text=Re(r'(?s)\{\n  "apiVersion".*'), headers={"User-Agent": "kubectl/v1.35.0"}),
-            Step("GET", f"{TRS}/a", 200, text=Re(r'(?s)\{"apiVersion".*'), headers={"User-Agent": "kubectl/v1.35.0"}),
+            Step(
+                "GET",
+                f"{TRS}/a?pretty=true",
+                200,
+                text=Re(r'(?s)\{\n  "apiVersion".*'),
+                headers={"User-Agent": "kubectl/v1.35.0"},
+            ),
+            Step(
+                "GET",
+                f"{TRS}/a",
+                200,
+                text=Re(r'(?s)\{"apiVersion".*'),
+                headers={"User-Agent": "kubectl/v1.35.0"},
+            ),
         ),
     ),
     Sequence(
         "a-namespaced-path-for-a-cluster-scoped-kind-is-404",
-        "apiextensions-apiserver test/integration/scope_test.go; customresource_handler.go (scope mismatch)",
+        "apiextensions-apiserver test/integration/scope_test.go; customresource_handler.go "
+        "(scope mismatch)",
         (
             Step(
                 "GET",

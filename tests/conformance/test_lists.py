@@ -32,7 +32,9 @@ from tests.conformance.harness import (
 CHUNKING = "kubernetes test/e2e/apimachinery/chunking.go"
 TABLES = "apiextensions-apiserver test/integration/table_test.go TestTableGet"
 TABLE_E2E = "kubernetes test/e2e/apimachinery/table_conversion.go"
-FIELDSELECTOR = "apiextensions-apiserver test/integration/fieldselector_test.go TestSelectableFields"
+FIELDSELECTOR = (
+    "apiextensions-apiserver test/integration/fieldselector_test.go TestSelectableFields"
+)
 APISERVER = "apiserver pkg/endpoints/apiserver_test.go"
 CONVENTIONS = "community contributors/devel/sig-architecture/api-conventions.md"
 
@@ -55,12 +57,17 @@ def labels_select(selector: str, names: list[str]) -> Step:
     return listed(f"labelSelector={quote(selector)}", names)
 
 
-THREE = (labelled("a", app="t", tier="gold"), labelled("b", app="t", tier="silver", old="y"), labelled("c", size="7"))
+THREE = (
+    labelled("a", app="t", tier="gold"),
+    labelled("b", app="t", tier="silver", old="y"),
+    labelled("c", size="7"),
+)
 
 SEQUENCES = [
     Sequence(
         "label-selector-equality",
-        "apimachinery pkg/labels/selector_test.go TestSelectorMatches; api-conventions Label selectors",
+        "apimachinery pkg/labels/selector_test.go TestSelectorMatches; api-conventions Label "
+        "selectors",
         (*THREE, labels_select("app=t", ["a", "b"]), labels_select("app==t,tier=gold", ["a"])),
     ),
     Sequence(
@@ -189,16 +196,23 @@ SEQUENCES = [
         (
             create("a"),
             create("b"),
-            listed("limit=2", ["a", "b"], metadata={"continue": ABSENT, "remainingItemCount": ABSENT}),
+            listed(
+                "limit=2", ["a", "b"], metadata={"continue": ABSENT, "remainingItemCount": ABSENT}
+            ),
         ),
     ),
     Sequence(
         "a-selector-leaves-out-the-remaining-count",
-        "apiserver pkg/storage/etcd3/store.go GetList (remainingItemCount only without a predicate)",
+        "apiserver pkg/storage/etcd3/store.go GetList (remainingItemCount only without a "
+        "predicate)",
         (
             labelled("a", app="t"),
             labelled("b", app="t"),
-            listed("limit=1&labelSelector=app%3Dt", ["a"], metadata={"continue": Re(".+"), "remainingItemCount": ABSENT}),
+            listed(
+                "limit=1&labelSelector=app%3Dt",
+                ["a"],
+                metadata={"continue": Re(".+"), "remainingItemCount": ABSENT},
+            ),
         ),
     ),
     Sequence(
@@ -255,7 +269,9 @@ SEQUENCES = [
                 "GET",
                 f"{TRS}?resourceVersion=1&resourceVersionMatch=Newest",
                 422,
-                expect=failure(422, "Invalid", contains('resourceVersionMatch: Unsupported value: "Newest"')),
+                expect=failure(
+                    422, "Invalid", contains('resourceVersionMatch: Unsupported value: "Newest"')
+                ),
             ),
         ),
     ),
@@ -316,8 +332,11 @@ SEQUENCES = [
     ),
     Sequence(
         "resource-version-zero-answers-any-state",
-        "api-conventions Resource versions (resourceVersion=\"0\": any)",
-        (create("a"), Step("GET", f"{TRS}?resourceVersion=0", 200, expect={"kind": "TrainingRuntimeList"})),
+        'api-conventions Resource versions (resourceVersion="0": any)',
+        (
+            create("a"),
+            Step("GET", f"{TRS}?resourceVersion=0", 200, expect={"kind": "TrainingRuntimeList"}),
+        ),
     ),
     Sequence(
         "a-list-in-a-namespace-that-does-not-exist-is-empty",
@@ -390,7 +409,10 @@ SEQUENCES = [
                 f"{TRS}/a",
                 200,
                 headers={"Accept": TABLE},
-                expect={"kind": "Table", "rows": [{"cells": contains("a"), "object": {"kind": "PartialObjectMetadata"}}]},
+                expect={
+                    "kind": "Table",
+                    "rows": [{"cells": contains("a"), "object": {"kind": "PartialObjectMetadata"}}],
+                },
             ),
         ),
     ),
@@ -473,7 +495,11 @@ SEQUENCES = [
                 TRS,
                 200,
                 headers={"Accept": TABLE},
-                expect={"kind": "Table", "rows": [], "columnDefinitions": contains({"name": "Name"})},
+                expect={
+                    "kind": "Table",
+                    "rows": [],
+                    "columnDefinitions": contains({"name": "Name"}),
+                },
             ),
         ),
     ),
@@ -486,7 +512,9 @@ SEQUENCES = [
                 TRS,
                 406,
                 headers={"Accept": "application/json;as=Tabel;v=v1;g=meta.k8s.io"},
-                expect=failure(406, "NotAcceptable", contains("only the following media types are accepted")),
+                expect=failure(
+                    406, "NotAcceptable", contains("only the following media types are accepted")
+                ),
             ),
         ),
     ),
@@ -499,7 +527,9 @@ SEQUENCES = [
                 "GET",
                 TRS,
                 200,
-                headers={"Accept": "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io"},
+                headers={
+                    "Accept": "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io"
+                },
                 expect={
                     "kind": "PartialObjectMetadataList",
                     "apiVersion": "meta.k8s.io/v1",

@@ -19,8 +19,8 @@ from tests.conformance.harness import (
     contains,
     create,
     failure,
-    gone,
     get,
+    gone,
     invalid,
     params,
     run,
@@ -209,7 +209,8 @@ SEQUENCES = [
     ),
     Sequence(
         "create-from-generate-name-appends-five-characters",
-        f"{APISERVER} TestNamedCreaterWithGenerateName; {STORE} TestStoreCreateWithRetryNameGenerate",
+        f"{APISERVER} TestNamedCreaterWithGenerateName; {STORE} "
+        f"TestStoreCreateWithRetryNameGenerate",
         (
             Step(
                 "POST",
@@ -263,7 +264,9 @@ SEQUENCES = [
                 expect=failure(
                     422,
                     "Invalid",
-                    contains("metadata.name: Invalid value:", "must be no more than 253 characters"),
+                    contains(
+                        "metadata.name: Invalid value:", "must be no more than 253 characters"
+                    ),
                 ),
             ),
         ),
@@ -302,7 +305,9 @@ SEQUENCES = [
                 422,
                 with_meta(runtime("a"), labels={"k": "v" * 64}),
                 expect=failure(
-                    422, "Invalid", contains("metadata.labels", "must be no more than 63 characters")
+                    422,
+                    "Invalid",
+                    contains("metadata.labels", "must be no more than 63 characters"),
                 ),
             ),
         ),
@@ -319,7 +324,9 @@ SEQUENCES = [
                 expect=failure(
                     422,
                     "Invalid",
-                    contains('metadata.annotations: Invalid value: "bad key": name part must consist'),
+                    contains(
+                        'metadata.annotations: Invalid value: "bad key": name part must consist'
+                    ),
                     {"causes": [cause("FieldValueInvalid", "metadata.annotations", ANY)]},
                 ),
             ),
@@ -327,7 +334,8 @@ SEQUENCES = [
     ),
     Sequence(
         "create-with-annotations-over-256-kib-is-422-too-long",
-        "apimachinery pkg/api/validation/objectmeta.go ValidateAnnotationsSize (TotalAnnotationSizeLimitB)",
+        "apimachinery pkg/api/validation/objectmeta.go ValidateAnnotationsSize "
+        "(TotalAnnotationSizeLimitB)",
         (
             Step(
                 "POST",

@@ -46,7 +46,9 @@ def status_patch(body: object, status: int = 200, expect: object = None, **kw: o
     return Step("PATCH", STATUS, status, body, MERGE, who="root", expect=expect, **kw)  # type: ignore[arg-type]
 
 
-def delete(name: str, status: int = 200, expect: object = None, body: object = None, **kw: object) -> Step:
+def delete(
+    name: str, status: int = 200, expect: object = None, body: object = None, **kw: object
+) -> Step:
     return Step("DELETE", f"{TRS}/{name}", status, body, expect=expect, **kw)  # type: ignore[arg-type]
 
 
@@ -71,7 +73,11 @@ SEQUENCES = [
                 "GET",
                 STATUS,
                 200,
-                expect={"kind": "TrainingRuntime", "metadata": {"name": "a"}, "spec": {"task": "SFT"}},
+                expect={
+                    "kind": "TrainingRuntime",
+                    "metadata": {"name": "a"},
+                    "spec": {"task": "SFT"},
+                },
             ),
         ),
     ),
@@ -141,7 +147,10 @@ SEQUENCES = [
                 "PUT",
                 STATUS,
                 409,
-                {**with_meta(runtime("a"), resourceVersion="{rv}"), "status": {"imageDigest": DIGEST}},
+                {
+                    **with_meta(runtime("a"), resourceVersion="{rv}"),
+                    "status": {"imageDigest": DIGEST},
+                },
                 who="root",
                 expect=failure(
                     409,
@@ -161,7 +170,9 @@ SEQUENCES = [
             status_patch(
                 {"status": {"imageDigest": DIGEST}},
                 404,
-                failure(404, "NotFound", 'trainingruntimes.nodus.dev "a" not found', tr_details("a")),
+                failure(
+                    404, "NotFound", 'trainingruntimes.nodus.dev "a" not found', tr_details("a")
+                ),
             ),
         ),
     ),
@@ -240,7 +251,12 @@ SEQUENCES = [
             delete(
                 "ghost",
                 404,
-                failure(404, "NotFound", 'trainingruntimes.nodus.dev "ghost" not found', tr_details("ghost")),
+                failure(
+                    404,
+                    "NotFound",
+                    'trainingruntimes.nodus.dev "ghost" not found',
+                    tr_details("ghost"),
+                ),
             ),
         ),
     ),
@@ -267,7 +283,8 @@ SEQUENCES = [
     ),
     Sequence(
         "delete-with-a-resource-version-precondition-that-differs-is-409",
-        f"{STORE} TestStoreGracefulDeleteWithResourceVersion; apiserver rest/delete.go BeforeDelete",
+        f"{STORE} TestStoreGracefulDeleteWithResourceVersion; apiserver rest/delete.go "
+        f"BeforeDelete",
         (
             create("a"),
             merge("a", {"metadata": {"labels": {"x": "y"}}}),
@@ -357,7 +374,12 @@ SEQUENCES = [
         "removing-one-of-two-finalizers-keeps-the-object",
         f"{FINALIZATION} TestFinalizationAndDeletion",
         (
-            Step("POST", TRS, 201, with_meta(runtime("a"), finalizers=["nodus.dev/one", "nodus.dev/two"])),
+            Step(
+                "POST",
+                TRS,
+                201,
+                with_meta(runtime("a"), finalizers=["nodus.dev/one", "nodus.dev/two"]),
+            ),
             delete("a"),
             merge(
                 "a",
@@ -425,10 +447,13 @@ SEQUENCES = [
     ),
     Sequence(
         "a-second-delete-of-a-terminating-object-changes-nothing",
-        f"{STORE} TestGracefulStoreHandleFinalizers; store.go updateForGracefulDeletionAndFinalizers",
+        f"{STORE} TestGracefulStoreHandleFinalizers; store.go "
+        f"updateForGracefulDeletionAndFinalizers",
         (
             held(),
-            delete("a", save={"rv2": "metadata.resourceVersion", "ts": "metadata.deletionTimestamp"}),
+            delete(
+                "a", save={"rv2": "metadata.resourceVersion", "ts": "metadata.deletionTimestamp"}
+            ),
             delete(
                 "a",
                 expect={
@@ -534,7 +559,9 @@ SEQUENCES = [
                 f"{TRS}?dryRun=All",
                 409,
                 runtime("a"),
-                expect=failure(409, "AlreadyExists", 'trainingruntimes.nodus.dev "a" already exists'),
+                expect=failure(
+                    409, "AlreadyExists", 'trainingruntimes.nodus.dev "a" already exists'
+                ),
             ),
         ),
     ),
@@ -543,8 +570,18 @@ SEQUENCES = [
         f"{DRYRUN} DryRunPatchTest",
         (
             create("a"),
-            merge("a?dryRun=All", {"spec": {"task": "DPO"}}, expect={"spec": {"task": "DPO"}, "metadata": {"generation": 2}}),
-            get("a", expect={"spec": {"task": "SFT"}, "metadata": {"resourceVersion": same("rv"), "generation": 1}}),
+            merge(
+                "a?dryRun=All",
+                {"spec": {"task": "DPO"}},
+                expect={"spec": {"task": "DPO"}, "metadata": {"generation": 2}},
+            ),
+            get(
+                "a",
+                expect={
+                    "spec": {"task": "SFT"},
+                    "metadata": {"resourceVersion": same("rv"), "generation": 1},
+                },
+            ),
         ),
     ),
     Sequence(

@@ -19,8 +19,8 @@ from tests.conformance.harness import (
     MERGE,
     RV,
     TRS,
-    Eventually,
     Events,
+    Eventually,
     Re,
     Sequence,
     Step,
@@ -91,7 +91,13 @@ SEQUENCES = [
             Events(
                 [
                     event("ADDED", "a", resourceVersion="{rv}"),
-                    {"type": "MODIFIED", "object": {"spec": {"task": "DPO"}, "metadata": {"resourceVersion": later("rv")}}},
+                    {
+                        "type": "MODIFIED",
+                        "object": {
+                            "spec": {"task": "DPO"},
+                            "metadata": {"resourceVersion": later("rv")},
+                        },
+                    },
                     event("DELETED", "a"),
                 ]
             ),
@@ -111,7 +117,7 @@ SEQUENCES = [
     ),
     Sequence(
         "watch-from-resource-version-zero-starts-from-any-state",
-        "api-conventions Resource versions (watch resourceVersion=\"0\")",
+        'api-conventions Resource versions (watch resourceVersion="0")',
         (
             made("a"),
             Watch(f"{TRS}?watch=1&{SELECT}&resourceVersion=0&timeoutSeconds=20"),
@@ -136,7 +142,9 @@ SEQUENCES = [
         f"{BASIC} testFieldSelector (metadata.name=foo)",
         (
             Step("GET", f"{TRS}?{SELECT}", 200, save={"at": "metadata.resourceVersion"}),
-            Watch(f"{TRS}?watch=1&fieldSelector=metadata.name%3Db-{{u}}&resourceVersion={{at}}&timeoutSeconds=20"),
+            Watch(
+                f"{TRS}?watch=1&fieldSelector=metadata.name%3Db-{{u}}&resourceVersion={{at}}&timeoutSeconds=20"
+            ),
             made("a"),
             made("b"),
             changed("a", {"metadata": {"annotations": {"n": "1"}}}),
@@ -150,7 +158,9 @@ SEQUENCES = [
         "apiextensions-apiserver fieldselector_test.go testWatch (expectObserveRemoval)",
         (
             Step("GET", f"{TRS}?{SELECT}", 200, save={"at": "metadata.resourceVersion"}),
-            Watch(f"{TRS}?watch=1&labelSelector=tier%3Dgold-{{u}}&resourceVersion={{at}}&timeoutSeconds=20"),
+            Watch(
+                f"{TRS}?watch=1&labelSelector=tier%3Dgold-{{u}}&resourceVersion={{at}}&timeoutSeconds=20"
+            ),
             made("a", tier="lead-{u}"),
             changed("a", {"metadata": {"labels": {"tier": "gold-{u}"}}}),
             changed("a", {"spec": {"task": "DPO"}}),
@@ -169,11 +179,18 @@ SEQUENCES = [
         "apiextensions-apiserver test/integration/fieldselector_test.go testWatch",
         (
             Step("GET", f"{TRS}?{SELECT}", 200, save={"at": "metadata.resourceVersion"}),
-            Watch(f"{TRS}?watch=1&{SELECT}&fieldSelector=spec.task%3DDPO&resourceVersion={{at}}&timeoutSeconds=20"),
+            Watch(
+                f"{TRS}?watch=1&{SELECT}&fieldSelector=spec.task%3DDPO&resourceVersion={{at}}&timeoutSeconds=20"
+            ),
             made("a"),
             changed("a", {"spec": {"task": "DPO"}}),
             changed("a", {"spec": {"task": "KTO"}}),
-            Events([{"type": "ADDED", "object": {"spec": {"task": "DPO"}}}, {"type": "DELETED", "object": {"metadata": {"name": "a-{u}"}}}]),
+            Events(
+                [
+                    {"type": "ADDED", "object": {"spec": {"task": "DPO"}}},
+                    {"type": "DELETED", "object": {"metadata": {"name": "a-{u}"}}},
+                ]
+            ),
         ),
     ),
     Sequence(
@@ -181,7 +198,9 @@ SEQUENCES = [
         f"{CACHER} (bookmarks); api-conventions Watch bookmarks",
         (
             made("a"),
-            Watch(f"{TRS}?watch=1&{SELECT}&resourceVersion={{rv}}&allowWatchBookmarks=true&timeoutSeconds=20"),
+            Watch(
+                f"{TRS}?watch=1&{SELECT}&resourceVersion={{rv}}&allowWatchBookmarks=true&timeoutSeconds=20"
+            ),
             Events(
                 [
                     {
@@ -245,7 +264,16 @@ SEQUENCES = [
                 f"{TRS}?watch=1&{SELECT}&sendInitialEvents=true&resourceVersionMatch=NotOlderThan"
                 "&allowWatchBookmarks=true&timeoutSeconds=20"
             ),
-            Events([{"type": "BOOKMARK", "object": {"metadata": {"annotations": {"k8s.io/initial-events-end": "true"}}}}]),
+            Events(
+                [
+                    {
+                        "type": "BOOKMARK",
+                        "object": {
+                            "metadata": {"annotations": {"k8s.io/initial-events-end": "true"}}
+                        },
+                    }
+                ]
+            ),
         ),
     ),
     Sequence(
@@ -262,12 +290,23 @@ SEQUENCES = [
         f"{BASIC} TestClusterScopedCRUD (watch)",
         (
             Watch(f"{ACCS}?watch=1&fieldSelector=metadata.name%3Dl4-24g-pcie&timeoutSeconds=20"),
-            Events([{"type": "ADDED", "object": {"kind": "Accelerator", "metadata": {"name": "l4-24g-pcie", "namespace": ABSENT}}}]),
+            Events(
+                [
+                    {
+                        "type": "ADDED",
+                        "object": {
+                            "kind": "Accelerator",
+                            "metadata": {"name": "l4-24g-pcie", "namespace": ABSENT},
+                        },
+                    }
+                ]
+            ),
         ),
     ),
     Sequence(
         "a-deleted-event-carries-the-last-state-at-a-new-resource-version",
-        "apiserver pkg/storage/etcd3/watcher.go (DELETED with the previous object, the delete's revision)",
+        "apiserver pkg/storage/etcd3/watcher.go (DELETED with the previous object, the "
+        "delete's revision)",
         (
             made("a"),
             changed("a", {"metadata": {"annotations": {"n": "1"}}}, save="last"),

@@ -147,7 +147,8 @@ SEQUENCES = [
     ),
     Sequence(
         "put-naming-another-namespace-is-400",
-        "apiserver pkg/registry/rest/meta.go EnsureObjectNamespaceMatchesRequestNamespace; handlers/update.go",
+        "apiserver pkg/registry/rest/meta.go EnsureObjectNamespaceMatchesRequestNamespace; "
+        "handlers/update.go",
         (
             create("a"),
             put(
@@ -168,7 +169,11 @@ SEQUENCES = [
         f"{STORE} TestNoOpUpdates",
         (
             create("a"),
-            put("a", current(), expect={"metadata": {"resourceVersion": same("rv"), "generation": 1}}),
+            put(
+                "a",
+                current(),
+                expect={"metadata": {"resourceVersion": same("rv"), "generation": 1}},
+            ),
         ),
     ),
     Sequence(
@@ -248,7 +253,9 @@ SEQUENCES = [
         "apiserver pkg/endpoints/handlers/patch.go applyJSPatch (error decoding patch)",
         (
             create("a"),
-            merge("a", "{not json", 400, failure(400, "BadRequest", contains("error decoding patch"))),
+            merge(
+                "a", "{not json", 400, failure(400, "BadRequest", contains("error decoding patch"))
+            ),
         ),
     ),
     Sequence(
@@ -264,7 +271,9 @@ SEQUENCES = [
                 failure(
                     422,
                     "Invalid",
-                    contains('TrainingRuntime.nodus.dev "a" is invalid: spec.task: Unsupported value'),
+                    contains(
+                        'TrainingRuntime.nodus.dev "a" is invalid: spec.task: Unsupported value'
+                    ),
                     {"causes": contains(cause("FieldValueNotSupported", "spec.task"))},
                 ),
             ),
@@ -558,7 +567,13 @@ SEQUENCES = [
         "a-write-cannot-change-the-creation-timestamp-or-uid",
         f"{CONVENTIONS} Metadata (immutable system fields)",
         (
-            Step("POST", TRS, 201, runtime("a"), save={"rv": "metadata.resourceVersion", "ts": "metadata.creationTimestamp"}),
+            Step(
+                "POST",
+                TRS,
+                201,
+                runtime("a"),
+                save={"rv": "metadata.resourceVersion", "ts": "metadata.creationTimestamp"},
+            ),
             put(
                 "a",
                 with_meta(current(task="DPO"), creationTimestamp="2001-01-01T00:00:00Z"),
@@ -573,7 +588,10 @@ SEQUENCES = [
             create("a"),
             put(
                 "a",
-                {**current(task="DPO"), "status": {"phase": "Ready", "imageDigest": "sha256:" + "1" * 64}},
+                {
+                    **current(task="DPO"),
+                    "status": {"phase": "Ready", "imageDigest": "sha256:" + "1" * 64},
+                },
                 expect={"spec": {"task": "DPO"}, "status": {"imageDigest": ABSENT}},
             ),
         ),
@@ -586,7 +604,10 @@ SEQUENCES = [
             merge(
                 "a",
                 {"status": {"imageDigest": "sha256:" + "1" * 64}},
-                expect={"status": {"imageDigest": ABSENT}, "metadata": {"resourceVersion": same("rv")}},
+                expect={
+                    "status": {"imageDigest": ABSENT},
+                    "metadata": {"resourceVersion": same("rv")},
+                },
             ),
         ),
     ),
@@ -594,7 +615,13 @@ SEQUENCES = [
         "a-spec-only-put-replaces-the-whole-spec",
         f"{APISERVER} TestUpdate (replace semantics)",
         (
-            Step("POST", TRS, 201, runtime("a", outputs=[{"name": "m", "path": "/out"}]), save={"rv": "metadata.resourceVersion"}),
+            Step(
+                "POST",
+                TRS,
+                201,
+                runtime("a", outputs=[{"name": "m", "path": "/out"}]),
+                save={"rv": "metadata.resourceVersion"},
+            ),
             put("a", current(), expect={"spec": {"outputs": ABSENT, "image": IMAGE}}),
         ),
     ),
