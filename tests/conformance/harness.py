@@ -302,12 +302,6 @@ def params(sequences: Seq[Sequence]) -> list[Any]:
     ]
 
 
-class Response(Protocol):
-    status: int
-    headers: Mapping[str, str]
-    body: Any
-
-
 @dataclass
 class Answer:
     status: int
