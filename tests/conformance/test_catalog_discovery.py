@@ -358,6 +358,91 @@ SEQUENCES = [
         divergence="/api lists no versions until /api/v1 lands (issue 13, branch core)",
     ),
     Sequence(
+        "a-namespace-is-served-as-core-v1",
+        "kubernetes test/integration/namespace; api-conventions (Namespace status.phase Active)",
+        (
+            Step(
+                "GET",
+                "/api/v1/namespaces/demo",
+                200,
+                expect={
+                    "kind": "Namespace",
+                    "apiVersion": "v1",
+                    "metadata": {"name": "demo"},
+                    "status": {"phase": "Active"},
+                },
+            ),
+        ),
+    ),
+    Sequence(
+        "a-missing-namespace-is-404",
+        "apiserver registry NotFound for namespaces",
+        (
+            Step(
+                "GET",
+                "/api/v1/namespaces/nowhere",
+                404,
+                who="root",
+                expect=failure(
+                    404,
+                    "NotFound",
+                    'namespaces "nowhere" not found',
+                    {"name": "nowhere", "group": ABSENT, "kind": "namespaces"},
+                ),
+            ),
+        ),
+    ),
+    Sequence(
+        "core-v1-lists-namespaces-and-events",
+        "apiserver pkg/endpoints/discovery (legacy core group resource list)",
+        (
+            Step(
+                "GET",
+                "/api/v1",
+                200,
+                expect={
+                    "kind": "APIResourceList",
+                    "groupVersion": "v1",
+                    "resources": contains(
+                        {"name": "namespaces", "namespaced": False, "kind": "Namespace"},
+                        {"name": "events", "namespaced": True, "kind": "Event"},
+                    ),
+                },
+            ),
+        ),
+        divergence="/api/v1 with namespaces and events is being built on branch core (issue 13)",
+    ),
+    Sequence(
+        "the-namespace-list",
+        "kubernetes test/e2e/apimachinery/namespace.go (list namespaces)",
+        (
+            Step(
+                "GET",
+                "/api/v1/namespaces",
+                200,
+                expect={
+                    "kind": "NamespaceList",
+                    "apiVersion": "v1",
+                    "items": contains({"metadata": {"name": "demo"}}),
+                },
+            ),
+        ),
+        divergence="the namespace list is being built on branch core (issue 13)",
+    ),
+    Sequence(
+        "the-events-of-a-namespace",
+        "kubernetes test/e2e/instrumentation/core_events.go (list events)",
+        (
+            Step(
+                "GET",
+                "/api/v1/namespaces/demo/events",
+                200,
+                expect={"kind": "EventList", "apiVersion": "v1", "items": []},
+            ),
+        ),
+        divergence="core/v1 events are being built on branch core (issue 13)",
+    ),
+    Sequence(
         "version-reports-the-build-and-emulation",
         VERSION,
         (

@@ -510,6 +510,116 @@ SEQUENCES = [
         ),
     ),
     Sequence(
+        "a-dotted-name-is-a-valid-subdomain",
+        f"{CONVENTIONS} Naming (DNS-1123 subdomain allows dots)",
+        (Step("POST", TRS, 201, runtime("a.b-c"), expect={"metadata": {"name": "a.b-c"}}),),
+    ),
+    Sequence(
+        "an-invalid-generate-name-is-422-at-metadata-generate-name",
+        "apimachinery pkg/api/validation/objectmeta.go ValidateObjectMetaAccessor (generateName "
+        "checked with prefix=true)",
+        (
+            Step(
+                "POST",
+                TRS,
+                422,
+                {**runtime(), "metadata": {"generateName": "Gen-"}},
+                expect=failure(
+                    422,
+                    "Invalid",
+                    contains('metadata.generateName: Invalid value: "Gen-"'),
+                    {"causes": contains(cause("FieldValueInvalid", "metadata.generateName"))},
+                ),
+            ),
+        ),
+        divergence="generateName itself is not validated, only the generated name (issue 13, "
+        "branch diverge: generateName length)",
+    ),
+    Sequence(
+        "a-label-key-name-over-63-characters-is-422",
+        "apimachinery pkg/util/validation IsQualifiedName (name part at most 63)",
+        (
+            Step(
+                "POST",
+                TRS,
+                422,
+                with_meta(runtime("a"), labels={"k" * 64: "v"}),
+                expect=failure(
+                    422,
+                    "Invalid",
+                    contains(
+                        "metadata.labels: Invalid value:", "must be no more than 63 characters"
+                    ),
+                ),
+            ),
+        ),
+    ),
+    Sequence(
+        "a-label-key-prefix-must-be-a-subdomain",
+        "apimachinery pkg/util/validation IsQualifiedName (prefix part)",
+        (
+            Step(
+                "POST",
+                TRS,
+                422,
+                with_meta(runtime("a"), labels={"Bad_Prefix/k": "v"}),
+                expect=failure(422, "Invalid", contains("metadata.labels", "prefix part")),
+            ),
+        ),
+    ),
+    Sequence(
+        "a-label-value-with-bad-characters-is-422",
+        "apimachinery pkg/util/validation IsValidLabelValue",
+        (
+            Step(
+                "POST",
+                TRS,
+                422,
+                with_meta(runtime("a"), labels={"k": "white space"}),
+                expect=failure(
+                    422,
+                    "Invalid",
+                    contains(
+                        'metadata.labels: Invalid value: "white space": a valid label must be an '
+                        "empty string or consist of alphanumeric characters"
+                    ),
+                ),
+            ),
+        ),
+    ),
+    Sequence(
+        "an-empty-label-value-is-valid",
+        "apimachinery pkg/util/validation IsValidLabelValue (empty allowed)",
+        (
+            Step(
+                "POST",
+                TRS,
+                201,
+                with_meta(runtime("a"), labels={"k": ""}),
+                expect={"metadata": {"labels": {"k": ""}}},
+            ),
+        ),
+    ),
+    Sequence(
+        "an-invalid-finalizer-name-is-422",
+        "apimachinery pkg/api/validation/objectmeta.go ValidateFinalizerName",
+        (
+            Step(
+                "POST",
+                TRS,
+                422,
+                with_meta(runtime("a"), finalizers=["bad finalizer"]),
+                expect=failure(
+                    422,
+                    "Invalid",
+                    contains('metadata.finalizers: Invalid value: "bad finalizer"'),
+                    {"causes": contains(cause("FieldValueInvalid", "metadata.finalizers"))},
+                ),
+            ),
+            gone("a"),
+        ),
+    ),
+    Sequence(
         "a-viewer-may-not-create-403-forbidden",
         "apiserver pkg/endpoints/filters/authorization.go (Forbidden message)",
         (

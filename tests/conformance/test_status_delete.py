@@ -467,6 +467,158 @@ SEQUENCES = [
         ),
     ),
     Sequence(
+        "background-propagation-deletes-at-once",
+        f"{STORE} TestStoreDeletionPropagation (Background)",
+        (
+            create("a"),
+            delete("a", body={"propagationPolicy": "Background"}, expect={"status": "Success"}),
+            gone("a"),
+        ),
+    ),
+    Sequence(
+        "foreground-propagation-holds-the-object-with-the-foreground-finalizer",
+        f"{STORE} TestStoreDeletionPropagation (Foreground); store.go "
+        "deletionFinalizersForGarbageCollection",
+        (
+            create("a"),
+            delete(
+                "a",
+                body={"propagationPolicy": "Foreground"},
+                expect={
+                    "kind": "TrainingRuntime",
+                    "metadata": {
+                        "finalizers": ["foregroundDeletion"],
+                        "deletionTimestamp": TIME,
+                    },
+                },
+            ),
+        ),
+        divergence="foreground deletion (garbage collection) is being built on branch gc "
+        "(issue 13)",
+    ),
+    Sequence(
+        "orphan-propagation-holds-the-object-with-the-orphan-finalizer",
+        f"{STORE} TestStoreDeleteWithOrphanDependents; store.go "
+        "deletionFinalizersForGarbageCollection",
+        (
+            create("a"),
+            delete(
+                "a",
+                body={"propagationPolicy": "Orphan"},
+                expect={
+                    "kind": "TrainingRuntime",
+                    "metadata": {"finalizers": ["orphan"], "deletionTimestamp": TIME},
+                },
+            ),
+        ),
+        divergence="orphan deletion (garbage collection) is being built on branch gc (issue 13)",
+    ),
+    Sequence(
+        "status-put-naming-another-object-is-400",
+        f"{SUBRESOURCES} TestStatusSubresource; apiserver handlers/rest.go checkName",
+        (
+            create("a"),
+            Step(
+                "PUT",
+                STATUS,
+                400,
+                {
+                    **with_meta(runtime("b"), resourceVersion="{rv}"),
+                    "status": {"imageDigest": DIGEST},
+                },
+                who="root",
+                expect=failure(
+                    400,
+                    "BadRequest",
+                    "the name of the object (b) does not match the name on the URL (a)",
+                ),
+            ),
+        ),
+    ),
+    Sequence(
+        "status-json-patch",
+        "kubernetes test/integration/apiserver/patch_test.go; "
+        "subresources_test.go TestSubresourcePatch",
+        (
+            create("a"),
+            Step(
+                "PATCH",
+                STATUS,
+                200,
+                [{"op": "add", "path": "/status/imageDigest", "value": DIGEST}],
+                "application/json-patch+json",
+                who="root",
+                expect={"status": {"imageDigest": DIGEST}, "metadata": {"generation": 1}},
+            ),
+        ),
+    ),
+    Sequence(
+        "status-patch-with-a-stale-resource-version-is-409",
+        f"{SUBRESOURCES} TestSubresourcePatch (resourceVersion in the patch)",
+        (
+            create("a"),
+            merge("a", {"metadata": {"labels": {"x": "y"}}}),
+            status_patch(
+                {"metadata": {"resourceVersion": "{rv}"}, "status": {"imageDigest": DIGEST}},
+                409,
+                failure(409, "Conflict", contains("the object has been modified")),
+            ),
+        ),
+    ),
+    Sequence(
+        "status-writes-do-not-change-spec-or-generation-even-when-invalid-spec-is-sent",
+        f"{SUBRESOURCES} TestValidateOnlyStatus",
+        (
+            create("a"),
+            status_patch(
+                {"spec": {"task": "Nope"}, "status": {"imageDigest": DIGEST}},
+                expect={"spec": {"task": "SFT"}, "status": {"imageDigest": DIGEST}},
+            ),
+        ),
+    ),
+    Sequence(
+        "an-invalid-status-is-422",
+        f"{SUBRESOURCES} TestValidateOnlyStatus (status validated against the schema)",
+        (
+            create("a"),
+            status_patch(
+                {"status": {"phase": "Sideways"}},
+                422,
+                failure(422, "Invalid", contains('status.phase: Unsupported value: "Sideways"')),
+            ),
+        ),
+    ),
+    Sequence(
+        "deletecollection-by-field-selector",
+        f"{STORE} TestStoreDeleteCollection; fieldselector_test.go testDeleteCollection",
+        (
+            create("a"),
+            Step("POST", TRS, 201, runtime("b", task="DPO")),
+            Step(
+                "DELETE",
+                f"{TRS}?fieldSelector=spec.task%3DDPO",
+                200,
+                expect={"items": [{"metadata": {"name": "b"}}]},
+            ),
+            get("a"),
+            gone("b"),
+        ),
+    ),
+    Sequence(
+        "deletecollection-of-held-objects-marks-them",
+        f"{STORE} TestStoreDeleteCollection (finalizers)",
+        (
+            held("a"),
+            Step(
+                "DELETE",
+                TRS,
+                200,
+                expect={"items": [{"metadata": {"name": "a", "deletionTimestamp": TIME}}]},
+            ),
+            get("a", expect={"metadata": {"deletionTimestamp": TIME}}),
+        ),
+    ),
+    Sequence(
         "deletecollection-answers-the-deleted-items-as-a-list",
         f"{DELETE} TestDeleteCollection; {STORE} TestStoreDeleteCollection",
         (

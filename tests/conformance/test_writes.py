@@ -655,6 +655,107 @@ SEQUENCES = [
         ),
     ),
     Sequence(
+        "put-with-a-resource-version-from-the-future-is-409",
+        "apiserver pkg/storage/etcd3/store.go GuaranteedUpdate (resourceVersion must match)",
+        (
+            create("a"),
+            put(
+                "a",
+                current(rv="999999"),
+                409,
+                failure(409, "Conflict", MODIFIED, tr_details("a")),
+            ),
+        ),
+    ),
+    Sequence(
+        "json-patch-testing-the-resource-version-guards-a-write",
+        f"{REST} TestJSONPatch (test op as a precondition); api-conventions Concurrency Control",
+        (
+            create("a"),
+            merge("a", {"metadata": {"labels": {"x": "y"}}}),
+            Step(
+                "PATCH",
+                f"{TRS}/a",
+                422,
+                [
+                    {"op": "test", "path": "/metadata/resourceVersion", "value": "{rv}"},
+                    {"op": "replace", "path": "/spec/task", "value": "DPO"},
+                ],
+                JSON_PATCH,
+                expect=failure(422, "Invalid"),
+            ),
+            get("a", expect={"spec": {"task": "SFT"}}),
+        ),
+    ),
+    Sequence(
+        "json-patch-adding-to-a-list-by-index",
+        "RFC 6902 add (array index); apiserver handlers/patch.go",
+        (
+            create("a"),
+            Step(
+                "PATCH",
+                f"{TRS}/a",
+                200,
+                [{"op": "add", "path": "/spec/command/1", "value": "-u"}],
+                JSON_PATCH,
+                expect={"spec": {"command": ["python", "-u", "-m", "trainer"]}},
+            ),
+        ),
+    ),
+    Sequence(
+        "json-patch-leaving-the-object-invalid-is-422",
+        "apiextensions-apiserver test/integration/validation_test.go "
+        "TestCustomResourceUpdateValidation",
+        (
+            create("a"),
+            Step(
+                "PATCH",
+                f"{TRS}/a",
+                422,
+                [{"op": "remove", "path": "/spec/image"}],
+                JSON_PATCH,
+                expect=invalid(
+                    "a",
+                    contains("spec.image: Required value"),
+                    contains(cause("FieldValueRequired", "spec.image")),
+                ),
+            ),
+        ),
+    ),
+    Sequence(
+        "an-empty-merge-patch-writes-nothing",
+        f"{STORE} TestNoOpUpdates (patch that changes nothing)",
+        (
+            create("a"),
+            merge("a", {}, expect={"metadata": {"resourceVersion": same("rv"), "generation": 1}}),
+        ),
+    ),
+    Sequence(
+        "a-viewer-may-not-patch-403",
+        "apiserver pkg/endpoints/filters/authorization.go",
+        (
+            create("a"),
+            Step(
+                "PATCH",
+                f"{TRS}/a",
+                403,
+                {"spec": {"task": "DPO"}},
+                MERGE,
+                who="bob",
+                expect=failure(
+                    403,
+                    "Forbidden",
+                    contains(
+                        'trainingruntimes.nodus.dev "a" is forbidden: User "bob" cannot patch '
+                        'resource "trainingruntimes" in API group "nodus.dev" in the namespace '
+                        '"demo"'
+                    ),
+                    {"name": "a", "group": "nodus.dev", "kind": "trainingruntimes"},
+                ),
+            ),
+        ),
+    ),
+    Sequence(
         "another-image-is-a-spec-change",
         f"{SUBRESOURCES} TestGeneration",
         (
