@@ -145,6 +145,24 @@ def other(name: str) -> Any:
 
 
 @dataclass(frozen=True)
+class AllOf(Matcher):
+    """Every one of the patterns."""
+
+    patterns: tuple[Any, ...]
+
+    def check(self, actual: Any, saved: Mapping[str, Any]) -> str | None:
+        for pattern in self.patterns:
+            problem = matches(actual, pattern, saved)
+            if problem:
+                return problem
+        return None
+
+
+def all_of(*patterns: Any) -> Any:
+    return AllOf(patterns)
+
+
+@dataclass(frozen=True)
 class Item(Matcher):
     """A list whose item at `index` matches `pattern` (other items are not checked)."""
 
