@@ -339,6 +339,51 @@ SEQUENCES = [
         ),
     ),
     Sequence(
+        "limit-with-resource-version-zero-pages-from-the-cache",
+        "apiserver pkg/storage/cacher (ListFromCacheSnapshot, beta in 1.34: paged lists at "
+        "resourceVersion=0 from the watch cache)",
+        (
+            create("a"),
+            create("b"),
+            Step(
+                "GET",
+                f"{TRS}?limit=1&resourceVersion=0",
+                200,
+                expect={"items": [{"metadata": {"name": "a"}}], "metadata": {"continue": Re(".+")}},
+                save={"token": "metadata.continue"},
+            ),
+            Step(
+                "GET",
+                f"{TRS}?limit=1&continue={{token}}",
+                200,
+                expect={"items": [{"metadata": {"name": "b"}}], "metadata": {"continue": ABSENT}},
+            ),
+        ),
+    ),
+    Sequence(
+        "limit-zero-is-no-limit",
+        "apiserver pkg/storage/etcd3/store.go GetList (limit 0: everything)",
+        (
+            create("a"),
+            create("b"),
+            listed("limit=0", ["a", "b"], metadata={"continue": ABSENT}),
+        ),
+    ),
+    Sequence(
+        "a-table-with-include-object-metadata",
+        f"{APISERVER} TestGetTable (includeObject=Metadata)",
+        (
+            create("a"),
+            Step(
+                "GET",
+                f"{TRS}?includeObject=Metadata",
+                200,
+                headers={"Accept": TABLE},
+                expect={"rows": [{"object": {"kind": "PartialObjectMetadata", "spec": ABSENT}}]},
+            ),
+        ),
+    ),
+    Sequence(
         "a-list-in-a-namespace-that-does-not-exist-is-empty",
         "apiserver store List (no namespace check on list)",
         (
