@@ -6,25 +6,27 @@ import pytest
 
 from tests.conformance.conftest import InProcess
 from tests.conformance.harness import (
-    ABSENT,
     APPLY,
     IMAGE,
-    TIME,
     TRS,
-    Exactly,
     Sequence,
     Step,
-    contains,
     failure,
     get,
     gone,
-    later,
     merge,
     params,
     run,
     runtime,
-    same,
     with_meta,
+)
+from tests.conformance.patterns import (
+    ABSENT,
+    TIME,
+    Exactly,
+    contains,
+    later,
+    same,
 )
 
 APPLY_CRD = "kubernetes test/integration/apiserver/apply/apply_crd_test.go"

@@ -7,23 +7,25 @@ import pytest
 from runtimes.registry import seeding
 from tests.conformance.conftest import InProcess
 from tests.conformance.harness import (
-    ABSENT,
     ACCS,
-    ANY,
     GV,
     MERGE,
-    RV,
     TABLE,
+    Sequence,
+    Step,
+    failure,
+    params,
+    run,
+)
+from tests.conformance.patterns import (
+    ABSENT,
+    ANY,
+    RV,
     Exactly,
     Item,
     Length,
     Re,
-    Sequence,
-    Step,
     contains,
-    failure,
-    params,
-    run,
 )
 
 BASIC = "apiextensions-apiserver test/integration/basic_test.go TestClusterScopedCRUD"

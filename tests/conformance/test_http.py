@@ -6,16 +6,13 @@ import pytest
 
 from tests.conformance.conftest import InProcess
 from tests.conformance.harness import (
-    ABSENT,
     GV,
     IMAGE,
     MERGE,
     TRS,
-    Re,
     Sequence,
     Step,
     cause,
-    contains,
     create,
     failure,
     get,
@@ -26,6 +23,11 @@ from tests.conformance.harness import (
     run,
     runtime,
     with_meta,
+)
+from tests.conformance.patterns import (
+    ABSENT,
+    Re,
+    contains,
 )
 
 APISERVER = "apiserver pkg/endpoints/apiserver_test.go"

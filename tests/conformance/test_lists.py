@@ -8,18 +8,10 @@ import pytest
 
 from tests.conformance.conftest import InProcess
 from tests.conformance.harness import (
-    ABSENT,
-    ANY,
-    RV,
     TABLE,
     TRS,
-    Exactly,
-    Item,
-    Length,
-    Re,
     Sequence,
     Step,
-    contains,
     create,
     failure,
     merge,
@@ -27,6 +19,16 @@ from tests.conformance.harness import (
     run,
     runtime,
     with_meta,
+)
+from tests.conformance.patterns import (
+    ABSENT,
+    ANY,
+    RV,
+    Exactly,
+    Item,
+    Length,
+    Re,
+    contains,
 )
 
 CHUNKING = "kubernetes test/e2e/apimachinery/chunking.go"

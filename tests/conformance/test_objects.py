@@ -6,17 +6,10 @@ import pytest
 
 from tests.conformance.conftest import InProcess
 from tests.conformance.harness import (
-    ABSENT,
-    ANY,
-    RV,
-    TIME,
     TRS,
-    UID,
-    Re,
     Sequence,
     Step,
     cause,
-    contains,
     create,
     failure,
     get,
@@ -25,9 +18,18 @@ from tests.conformance.harness import (
     params,
     run,
     runtime,
-    same,
     tr_details,
     with_meta,
+)
+from tests.conformance.patterns import (
+    ABSENT,
+    ANY,
+    RV,
+    TIME,
+    UID,
+    Re,
+    contains,
+    same,
 )
 
 BASIC = "apiextensions-apiserver test/integration/basic_test.go"

@@ -14,24 +14,26 @@ import pytest
 
 from tests.conformance.conftest import Live
 from tests.conformance.harness import (
-    ABSENT,
     ACCS,
     MERGE,
-    RV,
     TRS,
     Events,
     Eventually,
-    Re,
     Sequence,
     Step,
     Watch,
-    contains,
     failure,
-    later,
     params,
     run,
     runtime,
     with_meta,
+)
+from tests.conformance.patterns import (
+    ABSENT,
+    RV,
+    Re,
+    contains,
+    later,
 )
 
 WATCH_GO = "kubernetes test/e2e/apimachinery/watch.go"

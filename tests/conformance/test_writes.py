@@ -6,31 +6,33 @@ import pytest
 
 from tests.conformance.conftest import InProcess
 from tests.conformance.harness import (
-    ABSENT,
     IMAGE,
     JSON_PATCH,
     MERGE,
     STRATEGIC,
     TRS,
-    Exactly,
-    Length,
     Sequence,
     Step,
-    all_of,
     cause,
-    contains,
     create,
     failure,
     get,
     invalid,
-    later,
     merge,
     params,
     run,
     runtime,
-    same,
     tr_details,
     with_meta,
+)
+from tests.conformance.patterns import (
+    ABSENT,
+    Exactly,
+    Length,
+    all_of,
+    contains,
+    later,
+    same,
 )
 
 APISERVER = "apiserver pkg/endpoints/apiserver_test.go"
