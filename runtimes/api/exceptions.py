@@ -24,6 +24,13 @@ def as_api_error(exc: Exception, context: dict[str, Any]) -> ApiError | None:
     if isinstance(exc, exceptions.UnsupportedMediaType):
         return unsupported_media_type(exc.detail, view)
     if isinstance(exc, exceptions.ParseError):
+        request = context.get("request")
+        content_type = getattr(request, "content_type", "") or ""
+        if getattr(request, "method", "") == "PATCH" and content_type.startswith(
+            ("application/merge-patch+json", "application/json-patch+json")
+        ):
+            # kube's patch handler words a patch that does not decode this way (applyJSPatch).
+            return ApiError("BadRequest", f"error decoding patch: {exc.detail}")
         return ApiError("BadRequest", f"the body of the request could not be decoded: {exc.detail}")
     if isinstance(exc, exceptions.MethodNotAllowed):
         return method_not_allowed(context)

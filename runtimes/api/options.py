@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
 from django.http import QueryDict
 
 from runtimes.apimachinery import errors
@@ -27,8 +28,12 @@ def _options_invalid(kind: str, causes: list[FieldError]) -> errors.ApiError:
 
 
 def _dry_run(values: list[str], path: str = "dryRun") -> tuple[bool, list[FieldError]]:
-    problems = [not_supported(path, v, ["All"]) for v in values if v != "All"]
-    return bool(values) and not problems, problems
+    if all(v == "All" for v in values):
+        return bool(values), []
+    # kube's ValidateDryRun refuses the whole list at once, shown as Go's %#v of a []string.
+    shown = ", ".join(orjson.dumps(v).decode() for v in values)
+    message = f'Unsupported value: []string{{{shown}}}: supported values: "All"'
+    return False, [FieldError(path, "FieldValueNotSupported", message)]
 
 
 def write_options(
@@ -44,7 +49,16 @@ def write_options(
     if len(manager) > 128:
         problems.append(too_long("fieldManager", 128))
     elif manager and not manager.isprintable():
-        problems.append(invalid("fieldManager", manager, "must be made of printable characters"))
+        # kube's ValidateFieldManager names the first such rune as Go's %#U, at its byte offset.
+        index, char = next((i, c) for i, c in enumerate(manager) if not c.isprintable())
+        offset = len(manager[:index].encode())
+        problems.append(
+            invalid(
+                "fieldManager",
+                manager,
+                f"invalid character U+{ord(char):04X} (at position {offset})",
+            )
+        )
     force: bool | None = None
     if "force" in query:
         raw = query.get("force", "")

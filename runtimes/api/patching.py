@@ -127,7 +127,7 @@ def apply_change(
                 subresource=subresource,
             )
         except managedfields.ApplyConflict as exc:
-            raise conflict_error(rt, name, exc) from exc
+            raise conflict_error(exc) from exc
         try:
             bounds.check(merged, "the applied object")
         except bounds.BoundExceeded as exc:
@@ -143,13 +143,12 @@ def apply_change(
     return change, record
 
 
-def conflict_error(
-    rt: ResourceType, name: str, exc: managedfields.ApplyConflict
-) -> errors.ApiError:
+def conflict_error(exc: managedfields.ApplyConflict) -> errors.ApiError:
+    # kube's NewApplyConflict: the details hold the causes only, no name, group or kind.
     return errors.ApiError(
         "Conflict",
         exc.message,
-        {"name": name, "group": rt.group, "kind": rt.plural},
+        {},
         causes=[FieldError(c["field"], c["reason"], c["message"]) for c in exc.causes],
         fix="Another field manager owns these fields: leave them out of your manifest, or take "
         "ownership with `kubectl apply --server-side --force-conflicts`.",

@@ -44,8 +44,9 @@ KEPT_ON_UPDATE = (
 
 # Server-set fields an update may not change: a differing value is refused (422 "field is
 # immutable"), as kube's ValidateObjectMetaUpdate does with ValidateImmutableField; the rest of
-# KEPT_ON_UPDATE is restored silently instead.
-IMMUTABLE_METADATA = ("uid", "creationTimestamp")
+# KEPT_ON_UPDATE is restored silently instead. creationTimestamp is among the rest: kube's
+# rest.BeforeUpdate copies the stored one over the request's before validating.
+IMMUTABLE_METADATA = ("uid",)
 
 # The fields of metav1.Preconditions: what a delete may require of the stored object.
 PRECONDITION_FIELDS = ("uid", "resourceVersion")

@@ -6,6 +6,7 @@ kube-apiserver (``registry/rest/meta.go``, ``generic/registry/store.go``).
 
 from __future__ import annotations
 
+import json
 import secrets
 from datetime import UTC, datetime
 
@@ -74,11 +75,15 @@ def metadata_errors(obj: Obj, namespaced: bool, old: Obj | None) -> list[FieldEr
     problems += metadata_rules.validate_owner_references(meta.get("ownerReferences"))
     if old is not None and old["metadata"].get("deletionTimestamp"):
         before = set(old["metadata"].get("finalizers") or [])
-        if any(f not in before for f in meta.get("finalizers") or []):
+        added = sorted({f for f in meta.get("finalizers") or [] if f not in before})
+        if added:
+            # Go's %#v of the sorted set, as kube's ValidateNoNewFinalizers writes it.
+            found = ", ".join(json.dumps(f, ensure_ascii=False) for f in added)
             problems.append(
                 forbidden(
                     "metadata.finalizers",
-                    "no new finalizers can be added if the object is being deleted",
+                    "no new finalizers can be added if the object is being deleted, found new "
+                    f"finalizers []string{{{found}}}",
                 )
             )
     return problems

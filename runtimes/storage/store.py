@@ -371,21 +371,24 @@ def delete(
     for _attempt in range(20):
         old = get(rt, ns, name)
         meta = old["metadata"]
+        # kube checks a delete's preconditions early, in rest.BeforeDelete, naming the
+        # object's Kind (not its resource) and saying what a mismatch likely means.
         if uid and uid != meta["uid"]:
             raise errors.conflict(
-                rt.plural,
+                rt.kind,
                 rt.group,
                 name,
-                f"Precondition failed: UID in precondition: {uid}, "
-                f"UID in object meta: {meta['uid']}",
+                f"the UID in the precondition ({uid}) does not match the UID in record "
+                f"({meta['uid']}). The object might have been deleted and then recreated",
             )
         if resource_version and resource_version != meta["resourceVersion"]:
             raise errors.conflict(
-                rt.plural,
+                rt.kind,
                 rt.group,
                 name,
-                "Precondition failed: ResourceVersion in precondition: "
-                f"{resource_version}, ResourceVersion in object meta: {meta['resourceVersion']}",
+                f"the ResourceVersion in the precondition ({resource_version}) does not match "
+                f"the ResourceVersion in record ({meta['resourceVersion']}). The object might "
+                "have been modified",
             )
         if meta.get("finalizers"):
             if meta.get("deletionTimestamp"):

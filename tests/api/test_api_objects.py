@@ -360,7 +360,9 @@ def test_it_checks_delete_preconditions(alice: ApiClient) -> None:
     created(alice)
     response = alice.delete(f"{TRS}/sft-demo", {"preconditions": {"uid": "not-the-uid"}})
     assert response.status_code == 409
-    assert "Precondition failed: UID in precondition: not-the-uid" in response.json_body["message"]
+    assert (
+        "the UID in the precondition (not-the-uid) does not match" in response.json_body["message"]
+    )
     assert alice.get(f"{TRS}/sft-demo").status_code == 200
 
 
@@ -431,7 +433,7 @@ def test_it_refuses_an_unknown_dry_run_value(alice: ApiClient) -> None:
     assert response.status_code == 422
     assert response.json_body["details"]["causes"][0] == {
         "reason": "FieldValueNotSupported",
-        "message": 'Unsupported value: "Some": supported values: "All"',
+        "message": 'Unsupported value: []string{"Some"}: supported values: "All"',
         "field": "dryRun",
     }
 

@@ -1,0 +1,638 @@
+"""Media types, methods, paths and field validation: what the handlers answer before storage."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conformance.conftest import InProcess
+from tests.conformance.harness import (
+    GV,
+    IMAGE,
+    MERGE,
+    TRS,
+    Sequence,
+    Step,
+    cause,
+    create,
+    failure,
+    get,
+    gone,
+    invalid,
+    merge,
+    params,
+    run,
+    runtime,
+    with_meta,
+)
+from tests.conformance.patterns import (
+    ABSENT,
+    Re,
+    contains,
+)
+
+APISERVER = "apiserver pkg/endpoints/apiserver_test.go"
+FIELD_VALIDATION = "kubernetes test/e2e/apimachinery/field_validation.go"
+FIELD_VALIDATION_INT = "kubernetes test/integration/apiserver/field_validation_test.go"
+NEGOTIATE = "apiserver pkg/endpoints/handlers/negotiation/negotiate_test.go"
+CRD_HANDLER = "apiextensions-apiserver pkg/apiserver/customresource_handler.go serveResource"
+VALIDATOR = "apiextensions-apiserver pkg/registry/customresource/validator.go"
+
+YAML_BODY = f"""apiVersion: nodus.dev/v1beta1
+kind: TrainingRuntime
+metadata:
+  name: y
+spec:
+  image: "{IMAGE}"
+  task: SFT
+  command: [python, -m, trainer]
+"""
+
+
+def unknown_field_create(query: str, status: int, **kw: object) -> Step:
+    body = runtime("a")
+    body["spec"]["foo"] = "bar"
+    return Step("POST", f"{TRS}{query}", status, body, **kw)  # type: ignore[arg-type]
+
+
+SEQUENCES = [
+    Sequence(
+        "create-from-yaml",
+        f"{APISERVER} TestCreateYAML",
+        (
+            Step(
+                "POST", TRS, 201, YAML_BODY, "application/yaml", expect={"metadata": {"name": "y"}}
+            ),
+            get("y", expect={"spec": {"task": "SFT"}}),
+        ),
+    ),
+    Sequence(
+        "get-as-yaml",
+        f"{NEGOTIATE} TestNegotiate (application/yaml)",
+        (
+            create("a"),
+            get(
+                "a",
+                headers={"Accept": "application/yaml"},
+                expect={"kind": "TrainingRuntime", "metadata": {"name": "a"}},
+                expect_headers={"content-type": "application/yaml"},
+            ),
+        ),
+    ),
+    Sequence(
+        "an-unsupported-request-content-type-is-415",
+        "apiserver pkg/endpoints/handlers/negotiation/errors.go NewUnsupportedMediaTypeError",
+        (
+            Step(
+                "POST",
+                TRS,
+                415,
+                "<runtime/>",
+                "application/xml",
+                expect=failure(
+                    415,
+                    "UnsupportedMediaType",
+                    contains(
+                        "the body of the request was in an unknown format - accepted media types "
+                        "include: application/json, application/yaml"
+                    ),
+                ),
+            ),
+            gone("a"),
+        ),
+    ),
+    Sequence(
+        "a-patch-with-a-non-patch-content-type-is-415",
+        "apiserver pkg/endpoints/handlers/patch.go (patchTypes)",
+        (
+            create("a"),
+            Step(
+                "PATCH",
+                f"{TRS}/a",
+                415,
+                {"spec": {"task": "DPO"}},
+                "application/json",
+                expect=failure(
+                    415,
+                    "UnsupportedMediaType",
+                    "the body of the request was in an unknown format - accepted media types "
+                    "include: application/json-patch+json, application/merge-patch+json, "
+                    "application/apply-patch+yaml",
+                ),
+            ),
+        ),
+    ),
+    Sequence(
+        "an-accept-the-server-cannot-serve-is-406",
+        f"{NEGOTIATE}; apiserver negotiation/errors.go NewNotAcceptableError",
+        (
+            create("a"),
+            get(
+                "a",
+                406,
+                failure(
+                    406,
+                    "NotAcceptable",
+                    contains("only the following media types are accepted: application/json"),
+                ),
+                headers={"Accept": "text/html"},
+            ),
+        ),
+    ),
+    Sequence(
+        "accept-with-a-fallback-is-served",
+        f"{NEGOTIATE} (first acceptable type wins)",
+        (
+            create("a"),
+            get(
+                "a",
+                headers={"Accept": "application/vnd.unknown, application/json"},
+                expect={"kind": "TrainingRuntime"},
+            ),
+        ),
+    ),
+    Sequence(
+        "a-wildcard-accept-gets-json",
+        NEGOTIATE,
+        (
+            create("a"),
+            get(
+                "a",
+                headers={"Accept": "*/*"},
+                expect_headers={"content-type": Re("application/json.*")},
+            ),
+        ),
+    ),
+    Sequence(
+        "options-is-405",
+        f"{CRD_HANDLER} (NewMethodNotSupported)",
+        (
+            create("a"),
+            Step(
+                "OPTIONS",
+                f"{TRS}/a",
+                405,
+                expect=failure(
+                    405,
+                    "MethodNotAllowed",
+                    'options is not supported on resources of kind "trainingruntimes.nodus.dev"',
+                ),
+            ),
+        ),
+    ),
+    Sequence(
+        "an-unknown-subresource-is-404",
+        f"{CRD_HANDLER} (only status and scale; the rest falls to NotFound)",
+        (create("a"), Step("GET", f"{TRS}/a/nothing", 404, expect=failure(404, "NotFound"))),
+    ),
+    Sequence(
+        "put-on-the-collection-is-400-name-must-be-provided",
+        "apiserver pkg/endpoints/handlers/namer.go errEmptyName; handlers/update.go",
+        (
+            Step(
+                "PUT",
+                TRS,
+                400,
+                with_meta(runtime("a"), resourceVersion="1"),
+                expect=failure(400, "BadRequest", "name must be provided"),
+            ),
+        ),
+        divergence="PUT on a collection: nodus 405, kube 400 'name must be provided' "
+        "(issue 13, branch diverge)",
+    ),
+    Sequence(
+        "patch-on-the-collection-is-400-name-must-be-provided",
+        "apiserver pkg/endpoints/handlers/namer.go errEmptyName; handlers/patch.go",
+        (
+            Step(
+                "PATCH",
+                TRS,
+                400,
+                {"spec": {"task": "DPO"}},
+                MERGE,
+                expect=failure(400, "BadRequest", "name must be provided"),
+            ),
+        ),
+        divergence="PATCH on a collection: nodus 405, kube 400 'name must be provided' "
+        "(issue 13, branch diverge)",
+    ),
+    Sequence(
+        "post-to-an-item-path-creates-from-the-body-and-an-existing-name-is-409",
+        "apiserver pkg/endpoints/handlers/create.go (CreateResource ignores the URL's name)",
+        (
+            create("a"),
+            Step(
+                "POST",
+                f"{TRS}/a",
+                409,
+                runtime("a"),
+                expect=failure(
+                    409, "AlreadyExists", 'trainingruntimes.nodus.dev "a" already exists'
+                ),
+            ),
+        ),
+        divergence="POST to an item path: nodus 405, kube creates from the body (409 when it "
+        "exists) (issue 13, branch diverge)",
+    ),
+    Sequence(
+        "a-trailing-slash-on-a-collection-lists",
+        "apiserver pkg/endpoints/request/requestinfo.go (path trimmed of slashes)",
+        (create("a"), Step("GET", f"{TRS}/", 200, expect={"kind": "TrainingRuntimeList"})),
+        divergence="trailing slash: nodus 404, kube lists (issue 13, branch diverge)",
+    ),
+    Sequence(
+        "a-body-of-another-kind-is-422-at-kind",
+        f"{VALIDATOR} ValidateTypeMeta (kind must be the CRD's kind)",
+        (
+            Step(
+                "POST",
+                TRS,
+                422,
+                {**runtime("a"), "kind": "Other"},
+                expect=failure(
+                    422,
+                    "Invalid",
+                    contains('kind: Invalid value: "Other": must be TrainingRuntime'),
+                    {
+                        "causes": contains(
+                            cause(
+                                "FieldValueInvalid",
+                                "kind",
+                                'Invalid value: "Other": must be TrainingRuntime',
+                            )
+                        )
+                    },
+                ),
+            ),
+            gone("a"),
+        ),
+        divergence="kind mismatch: nodus 400, kube 422 at kind (issue 13, branch diverge)",
+    ),
+    Sequence(
+        "a-body-of-another-api-version-is-400",
+        "apiserver pkg/endpoints/handlers/create.go (the API version in the data)",
+        (
+            Step(
+                "POST",
+                TRS,
+                400,
+                {**runtime("a"), "apiVersion": "nodus.dev/v1"},
+                expect=failure(
+                    400,
+                    "BadRequest",
+                    "the API version in the data (nodus.dev/v1) does not match the expected API "
+                    "version (nodus.dev/v1beta1)",
+                ),
+            ),
+        ),
+    ),
+    Sequence(
+        "generate-name-over-253-characters-is-422",
+        "apimachinery pkg/api/validation/objectmeta.go ValidateObjectMetaAccessor (generateName)",
+        (
+            Step(
+                "POST",
+                TRS,
+                422,
+                {**runtime(), "metadata": {"generateName": "g" * 254}},
+                expect=failure(
+                    422,
+                    "Invalid",
+                    contains(
+                        "metadata.generateName: Invalid value:",
+                        "must be no more than 253 characters",
+                    ),
+                ),
+            ),
+        ),
+        divergence="generateName length is not validated (issue 13, branch diverge)",
+    ),
+    Sequence(
+        "a-long-generate-name-is-cut-to-58-characters",
+        "apiserver pkg/storage/names/generate.go simpleNameGenerator (maxGeneratedNameLength 58)",
+        (
+            Step(
+                "POST",
+                TRS,
+                201,
+                {**runtime(), "metadata": {"generateName": "g" * 100}},
+                expect={"metadata": {"name": Re("g{58}[bcdfghjklmnpqrstvwxz2456789]{5}")}},
+            ),
+        ),
+    ),
+    Sequence(
+        "yaml-1-1-exponent-floats-are-numbers",
+        "sigs.k8s.io/yaml (go-yaml: 1e3 is a float)",
+        (
+            Step(
+                "POST",
+                TRS,
+                201,
+                YAML_BODY + "  estimate:\n    secondsPerStep:\n      h100-80g: 1e3\n",
+                "application/yaml",
+                expect={"spec": {"estimate": {"secondsPerStep": {"h100-80g": 1000}}}},
+            ),
+        ),
+        divergence="YAML 1e3: PyYAML reads a string, go-yaml a number (issue 13, branch diverge)",
+    ),
+    Sequence(
+        "an-unqualified-finalizer-name-warns",
+        f"{VALIDATOR} validateKubeFinalizerName; customresource/strategy.go WarningsOnCreate",
+        (
+            Step(
+                "POST",
+                TRS,
+                201,
+                with_meta(runtime("a"), finalizers=["hold"]),
+                expect_headers={
+                    "warning": contains(
+                        'metadata.finalizers: \\"hold\\": prefer a domain-qualified finalizer '
+                        "name to avoid accidental conflicts with other finalizer writers"
+                    )
+                },
+            ),
+        ),
+        divergence="finalizer-name warning missing (issue 13, branch diverge)",
+    ),
+    Sequence(
+        "a-domain-qualified-finalizer-does-not-warn",
+        f"{VALIDATOR} validateKubeFinalizerName",
+        (
+            Step(
+                "POST",
+                TRS,
+                201,
+                with_meta(runtime("a"), finalizers=["nodus.dev/hold"]),
+                expect_headers={"warning": ABSENT},
+            ),
+        ),
+    ),
+    Sequence(
+        "strict-field-validation-refuses-an-unknown-field-with-400",
+        f"{FIELD_VALIDATION} should detect unknown fields in a CR with Strict; "
+        f"{FIELD_VALIDATION_INT}",
+        (
+            unknown_field_create(
+                "?fieldValidation=Strict",
+                400,
+                expect=failure(
+                    400, "BadRequest", 'strict decoding error: unknown field "spec.foo"'
+                ),
+            ),
+            gone("a"),
+        ),
+    ),
+    Sequence(
+        "warn-field-validation-drops-the-field-with-a-warning",
+        f"{FIELD_VALIDATION} should detect unknown fields with Warn; {FIELD_VALIDATION_INT}",
+        (
+            unknown_field_create(
+                "?fieldValidation=Warn",
+                201,
+                expect={"spec": {"foo": ABSENT}},
+                expect_headers={"warning": '299 - "unknown field \\"spec.foo\\""'},
+            ),
+        ),
+    ),
+    Sequence(
+        "field-validation-defaults-to-warn",
+        f"{FIELD_VALIDATION_INT} (no fieldValidation: Warn)",
+        (
+            unknown_field_create(
+                "",
+                201,
+                expect={"spec": {"foo": ABSENT}},
+                expect_headers={"warning": contains('unknown field \\"spec.foo\\"')},
+            ),
+        ),
+    ),
+    Sequence(
+        "ignore-field-validation-drops-the-field-silently",
+        f"{FIELD_VALIDATION} (Ignore); {FIELD_VALIDATION_INT}",
+        (
+            unknown_field_create(
+                "?fieldValidation=Ignore",
+                201,
+                expect={"spec": {"foo": ABSENT}},
+                expect_headers={"warning": ABSENT},
+            ),
+        ),
+    ),
+    Sequence(
+        "strict-field-validation-names-every-unknown-field",
+        f"{FIELD_VALIDATION_INT} testFieldValidationPost (multiple unknown fields)",
+        (
+            Step(
+                "POST",
+                f"{TRS}?fieldValidation=Strict",
+                400,
+                {**runtime("a", foo=1, bar=2)},
+                expect=failure(
+                    400,
+                    "BadRequest",
+                    Re(
+                        r'strict decoding error: unknown field "spec\.(foo|bar)", '
+                        r'unknown field "spec\.(foo|bar)"'
+                    ),
+                ),
+            ),
+        ),
+    ),
+    Sequence(
+        "strict-field-validation-on-metadata",
+        f"{FIELD_VALIDATION_INT} (unknown metadata field)",
+        (
+            Step(
+                "POST",
+                f"{TRS}?fieldValidation=Strict",
+                400,
+                with_meta(runtime("a"), colour="red"),
+                expect=failure(
+                    400, "BadRequest", 'strict decoding error: unknown field "metadata.colour"'
+                ),
+            ),
+        ),
+    ),
+    Sequence(
+        "strict-field-validation-on-update",
+        f"{FIELD_VALIDATION_INT} testFieldValidationPut",
+        (
+            create("a"),
+            Step(
+                "PUT",
+                f"{TRS}/a?fieldValidation=Strict",
+                400,
+                with_meta(runtime("a", foo=1), resourceVersion="{rv}"),
+                expect=failure(
+                    400, "BadRequest", 'strict decoding error: unknown field "spec.foo"'
+                ),
+            ),
+        ),
+    ),
+    Sequence(
+        "warn-field-validation-on-a-merge-patch",
+        f"{FIELD_VALIDATION_INT} testFieldValidationPatchTyped (merge patch, Warn)",
+        (
+            create("a"),
+            merge(
+                "a?fieldValidation=Warn",
+                {"spec": {"foo": 1}},
+                expect={"spec": {"foo": ABSENT}},
+                expect_headers={"warning": contains('unknown field \\"spec.foo\\"')},
+            ),
+        ),
+    ),
+    Sequence(
+        "an-unknown-field-validation-value-is-422",
+        "apimachinery pkg/apis/meta/v1/validation ValidateFieldValidation",
+        (
+            unknown_field_create(
+                "?fieldValidation=Loose",
+                422,
+                expect=failure(
+                    422,
+                    "Invalid",
+                    'CreateOptions.meta.k8s.io "" is invalid: fieldValidation: Unsupported value: '
+                    '"Loose": supported values: "Ignore", "Strict", "Warn"',
+                ),
+            ),
+        ),
+    ),
+    Sequence(
+        "an-invalid-object-names-each-field-in-causes",
+        "apiextensions-apiserver test/integration/validation_test.go TestForProperValidationErrors",
+        (
+            Step(
+                "POST",
+                TRS,
+                422,
+                runtime("a", task="Nope", launcher="Rocket"),
+                expect=invalid(
+                    "a",
+                    Re(
+                        r'TrainingRuntime\.nodus\.dev "a" is invalid: '
+                        r"\[.*spec\.task: Unsupported value.*\]"
+                    ),
+                    contains(
+                        cause(
+                            "FieldValueNotSupported",
+                            "spec.task",
+                            contains('Unsupported value: "Nope"'),
+                        ),
+                        cause(
+                            "FieldValueNotSupported",
+                            "spec.launcher",
+                            contains('Unsupported value: "Rocket"'),
+                        ),
+                    ),
+                ),
+            ),
+        ),
+    ),
+    Sequence(
+        "a-missing-required-field-is-required-value",
+        "apiextensions-apiserver test/integration/validation_test.go "
+        "TestForProperValidationErrors (required)",
+        (
+            Step(
+                "POST",
+                TRS,
+                422,
+                {**runtime("a"), "spec": {"task": "SFT", "command": ["x"]}},
+                expect=invalid(
+                    "a",
+                    contains("spec.image: Required value"),
+                    contains(cause("FieldValueRequired", "spec.image", contains("Required value"))),
+                ),
+            ),
+        ),
+    ),
+    Sequence(
+        "a-wrongly-typed-field-is-invalid-type",
+        "apiextensions-apiserver test/integration/validation_test.go "
+        "TestForProperValidationErrors (type)",
+        (
+            Step(
+                "POST",
+                TRS,
+                422,
+                {**runtime("a"), "spec": {"image": IMAGE, "task": "SFT", "command": "python"}},
+                expect=invalid(
+                    "a",
+                    contains("spec.command: Invalid value"),
+                    contains(
+                        cause(
+                            "FieldValueTypeInvalid",
+                            "spec.command",
+                            'Invalid value: "string": spec.command in body must be of type '
+                            'array: "string"',
+                        )
+                    ),
+                ),
+            ),
+        ),
+        divergence="schema type errors: nodus FieldValueInvalid 'must be a list of strings', "
+        "kube FieldValueTypeInvalid '<path> in body must be of type array' (issue 13)",
+    ),
+    Sequence(
+        "a-non-object-body-is-400",
+        f"{APISERVER} TestCreateChecksDecode",
+        (Step("POST", TRS, 400, b"[1,2,3]", expect=failure(400, "BadRequest")),),
+    ),
+    Sequence(
+        "a-body-that-is-not-json-is-400",
+        f"{APISERVER} TestCreateChecksDecode; TestWriteJSONDecodeError",
+        (Step("POST", TRS, 400, b"{nope", expect=failure(400, "BadRequest")),),
+    ),
+    Sequence(
+        "an-empty-create-is-400-kind-missing",
+        "apiextensions-apiserver test/integration/basic_test.go TestInvalidCRUD (typeless body)",
+        (
+            Step(
+                "POST",
+                TRS,
+                400,
+                b"{}",
+                expect=failure(400, "BadRequest", contains("Object 'Kind' is missing in")),
+            ),
+        ),
+    ),
+    Sequence(
+        "pretty-printing-on-request",
+        f"{APISERVER} TestGetPretty",
+        (
+            create("a"),
+            Step(
+                "GET",
+                f"{TRS}/a?pretty=true",
+                200,
+                text=Re(r'(?s)\{\n  "apiVersion".*'),
+                headers={"User-Agent": "kubectl/v1.35.0"},
+            ),
+            Step(
+                "GET",
+                f"{TRS}/a",
+                200,
+                text=Re(r'(?s)\{"apiVersion".*'),
+                headers={"User-Agent": "kubectl/v1.35.0"},
+            ),
+        ),
+    ),
+    Sequence(
+        "a-namespaced-path-for-a-cluster-scoped-kind-is-404",
+        "apiextensions-apiserver test/integration/scope_test.go; customresource_handler.go "
+        "(scope mismatch)",
+        (
+            Step(
+                "GET",
+                f"{GV}/namespaces/demo/accelerators",
+                404,
+                expect=failure(404, "NotFound"),
+            ),
+        ),
+    ),
+]
+
+
+@pytest.mark.parametrize("sequence", params(SEQUENCES))
+def test_sequence(sequence: Sequence, in_process: InProcess) -> None:
+    run(sequence, in_process)
