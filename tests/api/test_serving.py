@@ -267,7 +267,7 @@ def test_the_limits_table_states_the_values_enforced() -> None:
         "request line and headers": f"{HEADERS_DEADLINE_SECONDS} s",
         "request body, after the headers": f"{BODY_DEADLINE_SECONDS} s",
         "idle kept-alive connection": f"{IDLE_TIMEOUT_SECONDS} s",
-        "labelSelector, fieldSelector": f"{MAX_SELECTOR_BYTES // kib} KiB each",
+        "labelSelector, fieldSelector, shardSelector": f"{MAX_SELECTOR_BYTES // kib} KiB each",
         "metadata.annotations, in total": f"{TOTAL_ANNOTATION_SIZE_LIMIT // kib} KiB",
         "metadata.labels, in total": f"{TOTAL_LABEL_SIZE_LIMIT // kib} KiB",
     }
