@@ -8,8 +8,10 @@ signed in and writable by nobody through the API.
 Status is the controller's: writing a `status` subresource needs the status permission, which
 only the controller's service account (`CONTROLLER_ACCOUNT`, see `accounts.serviceaccounts`) and
 platform admins hold; project admins and editors are refused, as kube's RBAC refuses a Role
-without `trainingruntimes/status`. The controller's account reads every project and writes
-nothing else.
+without `trainingruntimes/status`. The controller's account reads every project; besides
+status it may update and delete objects of every kind, which its garbage collector needs
+(owner references and GC finalizers, dependents whose owners are gone), as kube's
+`system:controller:generic-garbage-collector` role may. It creates nothing.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ CONTROLLER_ACCOUNT = "system:serviceaccount:nodus:controller"
 STATUS_SUBRESOURCES = frozenset({"status"})
 READ_VERBS = frozenset({"get", "list", "watch"})
 WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
+# What the controller's garbage collector writes, beyond reading: kube's GC role.
+COLLECTOR_VERBS = frozenset({"update", "patch", "delete"})
 ROLE_VERBS = {
     Role.VIEWER: READ_VERBS,
     Role.EDITOR: READ_VERBS | WRITE_VERBS,
@@ -91,7 +95,7 @@ def allowed(user: User, verb: str, project: str, subresource: str = "") -> bool:
     if is_platform_admin(user):
         return True
     if is_controller(user):
-        return verb in READ_VERBS
+        return verb in READ_VERBS or verb in COLLECTOR_VERBS
     if project == "":
         return verb in READ_VERBS
     if project == MANAGED_PROJECT and verb in READ_VERBS:

@@ -234,6 +234,11 @@ def validate_finalizers(finalizers: Any, path: str = "metadata.finalizers") -> l
             errors.append(invalid(f"{path}[{index}]", _shown(finalizer), "must be a string"))
             continue
         errors.extend(invalid(path, finalizer, m) for m in qualified_name_errors(finalizer))
+    # kube's ValidateFinalizers: the collector cannot both orphan and delete the dependents.
+    if "orphan" in finalizers and "foregroundDeletion" in finalizers:
+        errors.append(
+            invalid(path, finalizers, "finalizer orphan and foregroundDeletion cannot be both set")
+        )
     return errors
 
 

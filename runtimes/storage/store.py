@@ -18,7 +18,7 @@ import orjson
 from django.db import connection, transaction
 from django.utils import timezone
 
-from runtimes.apimachinery import errors
+from runtimes.apimachinery import errors, ownership
 from runtimes.apimachinery.meta import KEPT_ON_UPDATE, RESET_ON_CREATE, Obj
 from runtimes.apimachinery.objectmeta import (
     canonical,
@@ -365,8 +365,17 @@ def delete(
     uid: str | None = None,
     resource_version: str | None = None,
     dry_run: bool = False,
+    propagation: str | None = None,
+    orphan_dependents: bool | None = None,
 ) -> WriteResult:
-    """Deletes now, or (with finalizers) marks the object as being deleted."""
+    """Deletes now, or (with finalizers) marks the object as being deleted.
+
+    `propagation` (Background, Foreground, Orphan) and the older `orphan_dependents` put the
+    garbage collector's finalizer on the object, or take it off, as kube-apiserver does
+    (`ownership.deletion_finalizers`): also on an object already being deleted, so a second
+    DELETE may switch an orphaning deletion to a foreground one. An object left without
+    finalizers goes at once.
+    """
     ns = _ns(rt, namespace)
     for _attempt in range(20):
         old = get(rt, ns, name)
@@ -387,13 +396,19 @@ def delete(
                 "Precondition failed: ResourceVersion in precondition: "
                 f"{resource_version}, ResourceVersion in object meta: {meta['resourceVersion']}",
             )
-        if meta.get("finalizers"):
-            if meta.get("deletionTimestamp"):
+        finalizers = list(meta.get("finalizers") or [])
+        changed = ownership.deletion_finalizers(finalizers, propagation, orphan_dependents)
+        if changed is not None:
+            finalizers = changed
+        if finalizers:
+            if meta.get("deletionTimestamp") and changed is None:
                 return WriteResult(old, changed=False)
             new = copy.deepcopy(old)
-            new["metadata"]["deletionTimestamp"] = now_timestamp()
+            new["metadata"]["finalizers"] = finalizers
+            if not meta.get("deletionTimestamp"):
+                new["metadata"]["deletionTimestamp"] = now_timestamp()
+                new["metadata"]["generation"] = int(meta.get("generation", 1)) + 1
             new["metadata"]["deletionGracePeriodSeconds"] = 0
-            new["metadata"]["generation"] = int(meta.get("generation", 1)) + 1
             if dry_run:
                 return WriteResult(new)
             try:
