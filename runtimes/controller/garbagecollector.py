@@ -94,6 +94,8 @@ class GarbageCollector:
         )
         self.informers: list[Informer] = []
         self.idle = threading.Event()  # set whenever the queue has drained (tests wait on it)
+        self._active = 0  # items being processed (under the queue's own locking, approximate)
+        self._active_lock = threading.Lock()
 
     # -- feeding the graph (informer threads) --------------------------------------------------
 
@@ -110,6 +112,11 @@ class GarbageCollector:
     def _enqueue(self, items: list[Item]) -> None:
         for item in items:
             self.queue.add(item)
+
+    def quiet(self) -> bool:
+        """Nothing queued, delayed or being processed."""
+        with self._active_lock:
+            return not self._active and not len(self.queue)
 
     def caught_up(self, revision: int) -> bool:
         """Whether every informer has applied the store's events up to `revision`."""
@@ -131,6 +138,8 @@ class GarbageCollector:
                     self.idle.set()
                 continue
             self.idle.clear()
+            with self._active_lock:
+                self._active += 1
             started = pacer.start()
             try:
                 keep(failed=failed)
@@ -145,6 +154,8 @@ class GarbageCollector:
                 log.exception("%s %s/%s: collecting failed; retrying in %.1fs", *item[:3], delay)
             finally:
                 self.queue.done(item)
+                with self._active_lock:
+                    self._active -= 1
                 pacer.worked(started)
             pacer.rest(stopping)
 

@@ -30,12 +30,19 @@ from runtimes.apimachinery.meta import Obj
 Item = tuple[str, str, str, str]
 
 
+# What a reference says of its owner besides the uid: (group, kind, name). The namespace is
+# the dependent's (or none, for a cluster-scoped owner), so it is not compared.
+Coordinates = tuple[str, str, str]
+
+
 @dataclass(frozen=True)
 class Node:
     item: Item
     owners: tuple[tuple[str, bool], ...]  # (owner uid, blockOwnerDeletion)
     deleting: bool  # has a deletionTimestamp
     finalizers: frozenset[str]
+    coordinates: Coordinates = ("", "", "")  # its own group, kind and name
+    named: tuple[Coordinates, ...] = ()  # the coordinates each owner reference gives
 
     @property
     def uid(self) -> str:
@@ -57,12 +64,22 @@ def node_of(resource: str, obj: Obj) -> Node:
         (str(ref.get("uid") or ""), ownership.blocks(ref))
         for ref in ownership.owner_references(obj)
     )
+    named = tuple(
+        (
+            ownership.group_of(ref.get("apiVersion")),
+            str(ref.get("kind") or ""),
+            str(ref.get("name") or ""),
+        )
+        for ref in ownership.owner_references(obj)
+    )
     finalizers = meta.get("finalizers") or []
     return Node(
         (resource, meta.get("namespace") or "", meta["name"], str(meta.get("uid") or "")),
         owners,
         bool(meta.get("deletionTimestamp")),
         frozenset(f for f in finalizers if isinstance(f, str)),
+        (ownership.group_of(obj.get("apiVersion")), str(obj.get("kind") or ""), meta["name"]),
+        named,
     )
 
 
@@ -83,12 +100,10 @@ class Graph:
                 self._unlink(old)
             self._link(node)
             work: list[Item] = []
-            if node.owners and any(
-                (owner := self._nodes.get(uid)) is None or owner.deleting_dependents
-                for uid, _ in node.owners
-            ):
-                # An owner not seen (gone, or of a kind not listed yet), or one waiting for its
-                # dependents to go: the collector decides on the live objects.
+            if self._suspect(node):
+                # An owner not seen (gone, or of a kind not listed yet), a uid that is another
+                # object's, or an owner waiting for its dependents to go: the collector decides
+                # on the live objects.
                 work.append(node.item)
             if node.orphaning or node.deleting_dependents:
                 work.append(node.item)
@@ -124,6 +139,13 @@ class Graph:
                 if not dependents:
                     del self._dependents[uid]
 
+    def _suspect(self, node: Node) -> bool:
+        for (uid, _), named in zip(node.owners, node.named, strict=True):
+            owner = self._nodes.get(uid)
+            if owner is None or owner.deleting_dependents or owner.coordinates != named:
+                return True
+        return False
+
     def _items(self, uids: Iterable[str]) -> list[Item]:
         return [self._nodes[uid].item for uid in uids if uid in self._nodes]
 
@@ -147,16 +169,6 @@ class Graph:
     def blocking_dependents(self, owner_uid: str) -> list[Node]:
         """Dependents whose reference to the owner has blockOwnerDeletion: true."""
         return [node for node in self.dependents(owner_uid) if (owner_uid, True) in node.owners]
-
-    def needs_look(self, node: Node) -> bool:
-        """Whether a resync should hand `node` to the collector (level-triggered recheck)."""
-        with self._lock:
-            if node.orphaning or node.deleting_dependents:
-                return True
-            return any(
-                (owner := self._nodes.get(uid)) is None or owner.deleting_dependents
-                for uid, _ in node.owners
-            )
 
     def __len__(self) -> int:
         with self._lock:
