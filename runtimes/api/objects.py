@@ -38,7 +38,7 @@ class CollectionView(KubeView):
     access = authorization.role(
         {"GET": "list", WATCH: "watch", "POST": "create", "DELETE": "deletecollection"}
     )
-    renderings = ("Table",)
+    renderings = ("Table", *media.METADATA_RENDERINGS)
 
     def refuse_unservable(self, request: Request) -> None:
         if request.method == "POST" and self.rt.namespaced and "namespace" not in self.kwargs:
@@ -112,7 +112,7 @@ class ItemView(KubeView):
     # An apply that finds nothing creates the object (kube's forceAllowCreate), so it needs
     # create as well; checked when the store says the object is missing.
     apply_creates = authorization.role({"PATCH": "create"})
-    renderings = ("Table",)
+    renderings = ("Table", *media.METADATA_RENDERINGS)
     parser_classes = [
         media.KubeJSONParser,
         media.YAMLParser,
