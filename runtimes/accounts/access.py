@@ -8,10 +8,12 @@ signed in and writable by nobody through the API.
 Status is the controller's: writing a `status` subresource needs the status permission, which
 only the controller's service account (`CONTROLLER_ACCOUNT`, see `accounts.serviceaccounts`) and
 platform admins hold; project admins and editors are refused, as kube's RBAC refuses a Role
-without `trainingruntimes/status`. The controller's account reads every project; besides
-status it may update and delete objects of every kind, which its garbage collector needs
-(owner references and GC finalizers, dependents whose owners are gone), as kube's
-`system:controller:generic-garbage-collector` role may. It creates nothing.
+without `trainingruntimes/status`. The controller's account reads every project and, through
+the API, writes nothing else. Its garbage collector also updates owner references and GC
+finalizers and deletes dependents whose owners are gone (what kube's
+`system:controller:generic-garbage-collector` role allows); those writes are checked as the
+pseudo-subresource `COLLECTOR_SUBRESOURCE`, which no URL serves, so the same token cannot
+change a spec or delete through the API.
 """
 
 from __future__ import annotations
@@ -31,8 +33,10 @@ CONTROLLER_ACCOUNT = "system:serviceaccount:nodus:controller"
 STATUS_SUBRESOURCES = frozenset({"status"})
 READ_VERBS = frozenset({"get", "list", "watch"})
 WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
-# What the controller's garbage collector writes, beyond reading: kube's GC role.
-COLLECTOR_VERBS = frozenset({"update", "patch", "delete"})
+# The garbage collector's writes (owner references, GC finalizers, deleting dependents), as
+# the controller's account: checked as this subresource, which no URL serves.
+COLLECTOR_SUBRESOURCE = "garbagecollection"
+COLLECTOR_VERBS = frozenset({"update", "delete"})
 ROLE_VERBS = {
     Role.VIEWER: READ_VERBS,
     Role.EDITOR: READ_VERBS | WRITE_VERBS,
@@ -94,8 +98,10 @@ def allowed(user: User, verb: str, project: str, subresource: str = "") -> bool:
         return may_write_status(user)
     if is_platform_admin(user):
         return True
+    if subresource == COLLECTOR_SUBRESOURCE:
+        return is_controller(user) and verb in COLLECTOR_VERBS
     if is_controller(user):
-        return verb in READ_VERBS or verb in COLLECTOR_VERBS
+        return verb in READ_VERBS
     if project == "":
         return verb in READ_VERBS
     if project == MANAGED_PROJECT and verb in READ_VERBS:

@@ -30,8 +30,9 @@ each with its own database connection and CPU pacing, the same as the reconcile 
 chains, however long, and cycles are walked one item at a time through the queue, never by
 recursion. Before it lets go of a foreground or orphaning owner the collector waits until every
 informer has reached the owner's revision, so that the dependents it judges by are those the
-owner had. The writes are the controller's service account's, checked by its role
-(``accounts.access``): revoking its token stops them.
+owner had. The writes are the controller's service account's, checked as the pseudo-subresource
+``accounts.access.COLLECTOR_SUBRESOURCE`` (which no URL serves: the same token cannot change a
+spec through the API); revoking the token stops them.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from runtimes.accounts.access import allowed
+from runtimes.accounts.access import COLLECTOR_SUBRESOURCE, allowed
 from runtimes.accounts.serviceaccounts import ServiceAccount
 from runtimes.apimachinery import errors, managedfields, ownership
 from runtimes.apimachinery.meta import Obj
@@ -263,7 +264,7 @@ class GarbageCollector:
 
     def _authorize(self, rt: ResourceType, verb: str, namespace: str, name: str) -> None:
         user = self.account.user()
-        if not allowed(user, verb, namespace if rt.namespaced else ""):
+        if not allowed(user, verb, namespace if rt.namespaced else "", COLLECTOR_SUBRESOURCE):
             username = user.get_username() if user.is_authenticated else "system:anonymous"
             raise errors.forbidden(username, verb, rt.plural, rt.group, namespace, name)
 
