@@ -59,6 +59,8 @@ log = logging.getLogger("nodus.gc")
 
 # Who the collector's writes are recorded as in managedFields (kube: kube-controller-manager).
 FIELD_MANAGER = "nodus-garbage-collector"
+# How soon an owner comes back while the informers have not reached its revision.
+CATCH_UP_SECONDS = 0.1
 
 
 class Unresolvable(Exception):
@@ -235,9 +237,17 @@ class GarbageCollector:
 
     # -- owners being deleted --------------------------------------------------------------
 
-    def _process_deleting_dependents(self, rt: ResourceType, owner: Obj) -> bool:
-        if not self.caught_up(int(owner["metadata"]["resourceVersion"])):
+    def _later_unless_caught_up(self, rt: ResourceType, owner: Obj) -> bool:
+        """Whether the informers lag behind `owner`: then it comes back shortly (no backoff:
+        nothing failed)."""
+        if self.caught_up(int(owner["metadata"]["resourceVersion"])):
             return False
+        self.queue.add_after(self._item(rt, owner), CATCH_UP_SECONDS)
+        return True
+
+    def _process_deleting_dependents(self, rt: ResourceType, owner: Obj) -> bool:
+        if self._later_unless_caught_up(rt, owner):
+            return True
         blocking = self.graph.blocking_dependents(owner["metadata"]["uid"])
         if not blocking:
             self._remove_finalizer(rt, owner, ownership.FOREGROUND)
@@ -248,8 +258,8 @@ class GarbageCollector:
         return True  # each dependent's going brings us back (gcgraph.forget)
 
     def _orphan_dependents(self, rt: ResourceType, owner: Obj) -> bool:
-        if not self.caught_up(int(owner["metadata"]["resourceVersion"])):
-            return False
+        if self._later_unless_caught_up(rt, owner):
+            return True
         uid = owner["metadata"]["uid"]
         for dependent in self.graph.dependents(uid):
             dep_rt = self.kinds.get(dependent.item[0])
