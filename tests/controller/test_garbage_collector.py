@@ -16,9 +16,12 @@ from typing import Any
 import pytest
 from django.db import OperationalError
 
+from runtimes.accounts.access import CONTROLLER_ACCOUNT
+from runtimes.accounts.tokens import revoke
 from runtimes.controller.loop import Controller
 from runtimes.registry.kinds import ACCELERATORS
 from runtimes.storage import store
+from runtimes.storage.models import ApiToken
 from runtimes.watch import hub
 from tests.support.api import GV, ApiClient, runtime_manifest
 from tests.support.controller import make_world
@@ -326,3 +329,20 @@ def test_it_leaves_an_object_whose_owner_is_of_a_kind_nobody_serves(
     create(alice, "unknown-kind", ref)
     settled(controller)
     assert get(alice, "unknown-kind") is not None
+
+
+def test_a_revoked_controller_token_stops_the_collection(
+    alice: ApiClient, controller: Controller
+) -> None:
+    owner = create(alice, "rv-owner")
+    child = create(alice, "rv-child", owner_ref(owner))
+    # The controller makes its account and token on its first write (a status, here).
+    tokens = ApiToken.objects.filter(user__username=CONTROLLER_ACCOUNT)
+    wait_for(lambda: retrying(tokens.exists))
+    settled(controller)
+    retrying(lambda: revoke(ApiToken.objects.get(user__username=CONTROLLER_ACCOUNT)))
+    alice.delete(f"{TRS}/rv-owner")
+    item = ("trainingruntimes.nodus.dev", "demo", "rv-child", child["metadata"]["uid"])
+    # Refused (403 as the revoked account): retried with backoff, and the child stays.
+    wait_for(lambda: controller.collector.queue.failures(item) >= 1)
+    assert get(alice, "rv-child") is not None
