@@ -78,7 +78,7 @@ def test_it_renders_a_table_to_a_client_that_accepts_only_v1beta1(alice: ApiClie
     assert [r["cells"][0] for r in one["rows"]] == ["a"]
 
 
-@pytest.mark.parametrize("as_", ["Tabel", "PartialObjectMetadataList", "Table;v=v2"])
+@pytest.mark.parametrize("as_", ["Tabel", "PartialObjectMetadataList;v=v2", "Table;v=v2"])
 def test_it_answers_406_to_an_unknown_as_without_a_fallback(alice: ApiClient, as_: str) -> None:
     """Item 12: an `as=` the server cannot render is 406, unless plain JSON is also acceptable."""
     create(alice, "a")
