@@ -7,12 +7,12 @@ from typing import Any
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from runtimes.api import listing, media, owner_admission, patching
+from runtimes.api import listing, media, patching
 from runtimes.api.base import KubeView, respond
 from runtimes.api.listoptions import parse_revision
 from runtimes.api.options import delete_options
 from runtimes.apimachinery import errors
-from runtimes.registry import authorization
+from runtimes.registry import authorization, owner_admission
 from runtimes.registry.authorization import WATCH
 from runtimes.storage import store
 

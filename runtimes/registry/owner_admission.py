@@ -37,8 +37,14 @@ def _forbidden(rt: ResourceType, name: str, why: str, fix: str) -> errors.ApiErr
     )
 
 
-def admission(user: User, rt: ResourceType, namespace: str | None, then: Hook) -> Hook:
-    """The store hook that checks owner references for `user`, then runs `then`."""
+def _unchanged(_old: Obj | None, new: Obj) -> Obj:
+    return new
+
+
+def admission(user: User, rt: ResourceType, namespace: str | None, then: Hook = _unchanged) -> Hook:
+    """The store hook that checks owner references for `user`, then runs `then` (the API's
+    managedFields recorder). Every face that writes for a user passes it: the API's views and
+    the console's publish page."""
     project = (namespace or "") if rt.namespaced else ""
 
     def admit(old: Obj | None, new: Obj) -> Obj:
