@@ -242,11 +242,16 @@ def validate_finalizers(finalizers: Any, path: str = "metadata.finalizers") -> l
     return errors
 
 
+# apimachinery's BannedOwners: an Event may own nothing (events come and go by the thousand).
+BANNED_OWNERS = {("v1", "Event")}
+
+
 def validate_owner_references(
     owners: Any, path: str = "metadata.ownerReferences"
 ) -> list[FieldError]:
     """kube's ValidateOwnerReferences: apiVersion (with a version), kind, name and uid are
-    required in each, and at most one may be the controller."""
+    required in each, a core Event may not own anything, and at most one may be the
+    controller."""
     if owners is None:
         return []
     if not isinstance(owners, list):
@@ -265,6 +270,14 @@ def validate_owner_references(
                 errors.append(
                     invalid(f"{path}.{key}", str(owner.get(key) or ""), f"{key} must not be empty")
                 )
+        kind = str(owner.get("kind") or "")
+        if (api_version, kind) in BANNED_OWNERS:
+            group, _, version = api_version.rpartition("/")
+            errors.append(
+                invalid(
+                    path, owner, f"{group}/{version}, Kind={kind} is disallowed from being an owner"
+                )
+            )
         if owner.get("controller") is True:
             this = f"{owner.get('kind')}/{owner.get('name')}"
             if controller:
