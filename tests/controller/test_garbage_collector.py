@@ -346,3 +346,17 @@ def test_a_revoked_controller_token_stops_the_collection(
     # Refused (403 as the revoked account): retried with backoff, and the child stays.
     wait_for(lambda: controller.collector.queue.failures(item) >= 1)
     assert get(alice, "rv-child") is not None
+
+
+def test_a_solid_owner_keeps_the_dependent_and_lets_the_waiting_owner_go(
+    alice: ApiClient, controller: Controller
+) -> None:
+    """kube's TestSolidOwnerDoesNotBlockWaitingOwner."""
+    waiting = create(alice, "so-waiting")
+    solid = create(alice, "so-solid")
+    create(alice, "so-child", owner_ref(waiting, block=True), owner_ref(solid))
+    alice.delete(f"{TRS}/so-waiting?propagationPolicy=Foreground")
+    wait_for(gone(alice, "so-waiting"))
+    child = get(alice, "so-child")
+    assert child is not None
+    assert child["metadata"]["ownerReferences"] == [owner_ref(solid)]
