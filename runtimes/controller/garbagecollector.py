@@ -97,7 +97,7 @@ class GarbageCollector:
         )
         self.informers: list[Informer] = []
         self.idle = threading.Event()  # set whenever the queue has drained (tests wait on it)
-        self._active = 0  # items being processed (under the queue's own locking, approximate)
+        self._active = 0  # items in a worker's hands (tests wait for none)
         self._active_lock = threading.Lock()
 
     # -- feeding the graph (informer threads) --------------------------------------------------
@@ -204,7 +204,7 @@ class GarbageCollector:
             policy = ownership.FOREGROUND_POLICY
         else:
             policy = ownership.BACKGROUND_POLICY
-        log.info("%s %s/%s: every owner is gone; deleting (%s)", *item[:3], policy)
+        log.info("%s %s/%s: no owner keeps it; deleting (%s)", *item[:3], policy)
         return self._delete(rt, obj, policy)
 
     # -- judging owners --------------------------------------------------------------------
