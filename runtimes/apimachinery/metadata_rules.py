@@ -262,6 +262,18 @@ def validate_owner_references(
         if not isinstance(owner, dict):
             errors.append(invalid(f"{path}[{index}]", _shown(owner), "must be an object"))
             continue
+        # Typed fields, as kube decodes them (a uid that is an object would be a 400 there).
+        mistyped = [
+            invalid(f"{path}[{index}].{key}", _shown(owner[key]), f"must be {kind}")
+            for key, kind, ok in (
+                *((k, "a string", str) for k in ("apiVersion", "kind", "name", "uid")),
+                *((k, "a boolean", bool) for k in ("controller", "blockOwnerDeletion")),
+            )
+            if owner.get(key) is not None and not isinstance(owner[key], ok)
+        ]
+        if mistyped:
+            errors.extend(mistyped)
+            continue
         api_version = str(owner.get("apiVersion") or "")
         if not api_version.rpartition("/")[2]:
             errors.append(invalid(f"{path}.apiVersion", api_version, "version must not be empty"))

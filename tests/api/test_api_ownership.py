@@ -198,3 +198,29 @@ def test_a_collection_delete_applies_the_policy_to_every_item(alice: ApiClient) 
         meta = alice.get(f"{TRS}/{name}").json_body["metadata"]
         assert meta["finalizers"] == ["orphan"]
         assert meta["deletionTimestamp"]
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("uid", {"a": 1}, 'Invalid value: "object": must be a string'),
+        ("apiVersion", 5, "Invalid value: 5: must be a string"),
+        ("blockOwnerDeletion", "yes", 'Invalid value: "yes": must be a boolean'),
+    ],
+)
+def test_it_refuses_owner_reference_fields_of_the_wrong_type(
+    alice: ApiClient, field: str, value: Any, message: str
+) -> None:
+    owner = create(alice, "typed-owner").json_body
+    create(alice, "typed-child", ref(owner, blockOwnerDeletion=True))
+    bad = {**ref(owner, blockOwnerDeletion=True), field: value}
+    for response in (
+        create(alice, "typed-new", bad),
+        alice.patch(f"{TRS}/typed-child", {"metadata": {"ownerReferences": [bad]}}),
+    ):
+        assert response.status_code == 422
+        [cause] = response.json_body["details"]["causes"]
+        assert (cause["field"], cause["message"]) == (
+            f"metadata.ownerReferences[0].{field}",
+            message,
+        )
