@@ -114,3 +114,30 @@ def without_owners(refs: list[Obj], uids: set[str]) -> list[Obj]:
 def unblocked(refs: list[Obj]) -> list[Obj]:
     """`refs` with every blockOwnerDeletion turned off (the collector's way out of a cycle)."""
     return [{**ref, "blockOwnerDeletion": False} if blocks(ref) else ref for ref in refs]
+
+
+DUPLICATES_WARNING = (
+    ".metadata.ownerReferences contains duplicate entries; API server dedups owner references "
+    "in 1.20+, and may reject such requests as early as 1.24; please fix your requests; "
+    "duplicate UID(s) observed: {}"
+)
+
+
+def dedup_owner_references(meta: Obj) -> list[str]:
+    """Drops owner references equal to an earlier one, as kube-apiserver does before a create or
+    update (rest.BeforeCreate/BeforeUpdate); returns the warning to give, if any. References
+    that share a uid but differ are kept, as there (validation decides about them)."""
+    refs = meta.get("ownerReferences")
+    if not isinstance(refs, list) or len(refs) < 2:
+        return []
+    kept: list[Any] = []
+    duplicates: list[str] = []
+    for ref in refs:
+        if isinstance(ref, dict) and ref in kept:
+            duplicates.append(str(ref.get("uid")))
+        else:
+            kept.append(ref)
+    if not duplicates:
+        return []
+    meta["ownerReferences"] = kept
+    return [DUPLICATES_WARNING.format(", ".join(duplicates))]

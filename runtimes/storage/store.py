@@ -152,6 +152,7 @@ def _prepare_create(
         meta.pop(system, None)
     warnings: list[str] = []
     _apply_field_validation(rt.strategy, obj, field_validation, warnings)
+    warnings += ownership.dedup_owner_references(meta)
     rt.strategy.prepare_for_create(obj)
     rt.strategy.default(obj)
     if not meta.get("name") and meta.get("generateName"):
@@ -226,6 +227,7 @@ def _prepare_update(
     warnings: list[str] = []
     if strategy.subresource == "":
         _apply_field_validation(strategy, new, field_validation, warnings)
+        warnings += ownership.dedup_owner_references(meta)
     strategy.prepare_for_update(new, old)
     strategy.default(new)
     _validate(rt, strategy, new, old)

@@ -224,3 +224,15 @@ def test_it_refuses_owner_reference_fields_of_the_wrong_type(
             f"metadata.ownerReferences[0].{field}",
             message,
         )
+
+
+def test_it_drops_repeated_owner_references_with_kubes_warning(alice: ApiClient) -> None:
+    owner = create(alice, "dup-owner").json_body
+    response = create(alice, "dup-child", ref(owner), ref(owner))
+    assert response.status_code == 201
+    assert response.json_body["metadata"]["ownerReferences"] == [ref(owner)]
+    assert response["Warning"].startswith(
+        '299 - ".metadata.ownerReferences contains duplicate entries; API server dedups owner '
+        "references in 1.20+, and may reject such requests as early as 1.24; please fix your "
+        f'requests; duplicate UID(s) observed: {owner["metadata"]["uid"]}"'
+    )
