@@ -8,8 +8,12 @@ signed in and writable by nobody through the API.
 Status is the controller's: writing a `status` subresource needs the status permission, which
 only the controller's service account (`CONTROLLER_ACCOUNT`, see `accounts.serviceaccounts`) and
 platform admins hold; project admins and editors are refused, as kube's RBAC refuses a Role
-without `trainingruntimes/status`. The controller's account reads every project and writes
-nothing else.
+without `trainingruntimes/status`. The controller's account reads every project and, through
+the API, writes nothing else. Its garbage collector also updates owner references and GC
+finalizers and deletes dependents whose owners are gone (what kube's
+`system:controller:generic-garbage-collector` role allows); those writes are checked as the
+pseudo-subresource `COLLECTOR_SUBRESOURCE`, which no URL serves, so the same token cannot
+change a spec or delete through the API.
 """
 
 from __future__ import annotations
@@ -29,6 +33,10 @@ CONTROLLER_ACCOUNT = "system:serviceaccount:nodus:controller"
 STATUS_SUBRESOURCES = frozenset({"status"})
 READ_VERBS = frozenset({"get", "list", "watch"})
 WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
+# The garbage collector's writes (owner references, GC finalizers, deleting dependents), as
+# the controller's account: checked as this subresource, which no URL serves.
+COLLECTOR_SUBRESOURCE = "garbagecollection"
+COLLECTOR_VERBS = frozenset({"update", "delete"})
 ROLE_VERBS = {
     Role.VIEWER: READ_VERBS,
     Role.EDITOR: READ_VERBS | WRITE_VERBS,
@@ -90,6 +98,8 @@ def allowed(user: User, verb: str, project: str, subresource: str = "") -> bool:
         return may_write_status(user)
     if is_platform_admin(user):
         return True
+    if subresource == COLLECTOR_SUBRESOURCE:
+        return is_controller(user) and verb in COLLECTOR_VERBS
     if is_controller(user):
         return verb in READ_VERBS
     if project == "":

@@ -22,7 +22,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from runtimes.accounts import access
-from runtimes.api import continuation, metrics, readstate, tables
+from runtimes.api import continuation, media, metrics, readstate, tables
 from runtimes.api.base import KubeView, respond
 from runtimes.api.listoptions import (
     EXACT,
@@ -296,6 +296,8 @@ class _SnapshotTries:
 
 
 def list_response(view: KubeView, request: Request, namespace: str | None) -> Response:
+    if (view.rendering or ("", ""))[0] == media.PARTIAL:
+        raise media.wrong_partial(media.PARTIAL)
     namespaces = readable_namespaces(view.rt, request.user, namespace)
     opts = parse_list_options(view.rt, request.query_params, namespaces)
     return respond(orjson.Fragment(list_body(view.rt, view.rendering, namespace, opts)))
@@ -310,7 +312,7 @@ def list_body(
     with snapshots.gc_paused():
         page = list_page(rt, namespace, opts, stored=True)
         items: Iterable[Any]
-        if (rendering or ("", ""))[0] == "Table":
+        if (rendering or ("", ""))[0] in ("Table", media.PARTIAL_LIST):
             # Parsed one by one as the rows are made, so only each row's metadata stays alive
             # (not 10,000 whole objects: hundreds of MB of dicts).
             items = (orjson.loads(i) if isinstance(i, str) else i for i in page.items)
@@ -355,6 +357,13 @@ def render_list(
     rendering = rendering or ("", "")
     if rendering[0] == "Table":
         return tables.table(rt, objects, rendering[1], list_meta, include)
+    if rendering[0] == media.PARTIAL_LIST:
+        return {
+            "kind": media.PARTIAL_LIST,
+            "apiVersion": f"meta.k8s.io/{rendering[1]}",
+            "metadata": list_meta,
+            "items": [tables.partial_metadata(obj, rendering[1]) for obj in objects],
+        }
     return {
         "apiVersion": rt.api_version,
         "kind": f"{rt.kind}List",
@@ -365,6 +374,10 @@ def render_list(
 
 def object_response(view: KubeView, request: Request, obj: Obj) -> Response:
     rendering = view.rendering or ("", "")
+    if rendering[0] == media.PARTIAL_LIST:
+        raise media.wrong_partial(media.PARTIAL_LIST)
+    if rendering[0] == media.PARTIAL:
+        return respond(tables.partial_metadata(obj, rendering[1]))
     if rendering[0] == "Table":
         include = request.query_params.get("includeObject") or "Metadata"
         if include not in ("None", "Metadata", "Object"):

@@ -189,9 +189,33 @@ def accepted_as(
             and media.params.get("v") == "v2"
         ):
             return (as_, "v2")
-        if as_ == "PartialObjectMetadataList" or as_ == "PartialObjectMetadata":
-            continue
+        if (
+            as_ in METADATA_RENDERINGS
+            and as_ in allowed
+            and media.params.get("g") == "meta.k8s.io"
+            and media.params.get("v") in {"v1", "v1beta1"}
+        ):
+            return (as_, media.params["v"])
     return None
+
+
+# Metadata only (kube's metadata client and informers, the garbage collector's reads).
+PARTIAL, PARTIAL_LIST = "PartialObjectMetadata", "PartialObjectMetadataList"
+METADATA_RENDERINGS = (PARTIAL, PARTIAL_LIST)
+
+
+def wrong_partial(requested: str) -> exceptions.NotAcceptable:
+    """kube's 406 for a metadata rendering that does not fit the answer: a list asked for as
+    one object, or one object (a GET, a watch event) as a list."""
+    if requested == PARTIAL:
+        return exceptions.NotAcceptable(
+            "you requested PartialObjectMetadata, but the requested object is a list "
+            "(*unstructured.UnstructuredList)"
+        )
+    return exceptions.NotAcceptable(
+        "you requested PartialObjectMetadataList, but the requested object is not a list "
+        "(*unstructured.Unstructured)"
+    )
 
 
 def wants_yaml(request: Request | Any) -> bool:

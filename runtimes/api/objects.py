@@ -12,7 +12,7 @@ from runtimes.api.base import KubeView, respond
 from runtimes.api.listoptions import parse_revision
 from runtimes.api.options import delete_options
 from runtimes.apimachinery import errors
-from runtimes.registry import authorization
+from runtimes.registry import authorization, owner_admission
 from runtimes.registry.authorization import WATCH
 from runtimes.storage import store
 
@@ -38,7 +38,7 @@ class CollectionView(KubeView):
     access = authorization.role(
         {"GET": "list", WATCH: "watch", "POST": "create", "DELETE": "deletecollection"}
     )
-    renderings = ("Table",)
+    renderings = ("Table", *media.METADATA_RENDERINGS)
 
     def refuse_unservable(self, request: Request) -> None:
         if request.method == "POST" and self.rt.namespaced and "namespace" not in self.kwargs:
@@ -74,7 +74,9 @@ class CollectionView(KubeView):
             body,
             dry_run=options.dry_run,
             field_validation=options.field_validation,
-            on_prepared=patching.recorder(self.rt, manager, ""),
+            on_prepared=owner_admission.admission(
+                request.user, self.rt, namespace, patching.recorder(self.rt, manager, "")
+            ),
         )
         return respond(result.object, 201, decoding + result.warnings)
 
@@ -88,6 +90,8 @@ class CollectionView(KubeView):
                 obj["metadata"].get("namespace"),
                 obj["metadata"]["name"],
                 dry_run=options.dry_run,
+                propagation=options.propagation,
+                orphan_dependents=options.orphan_dependents,
             )
             gone.append(result.object)
         return respond(
@@ -108,7 +112,7 @@ class ItemView(KubeView):
     # An apply that finds nothing creates the object (kube's forceAllowCreate), so it needs
     # create as well; checked when the store says the object is missing.
     apply_creates = authorization.role({"PATCH": "create"})
-    renderings = ("Table",)
+    renderings = ("Table", *media.METADATA_RENDERINGS)
     parser_classes = [
         media.KubeJSONParser,
         media.YAMLParser,
@@ -171,7 +175,12 @@ class ItemView(KubeView):
             subresource=self.subresource,
             dry_run=options.dry_run,
             field_validation=options.field_validation,
-            on_prepared=patching.recorder(self.rt, manager, self.subresource),
+            on_prepared=owner_admission.admission(
+                request.user,
+                self.rt,
+                namespace,
+                patching.recorder(self.rt, manager, self.subresource),
+            ),
         )
         return self._write_response(result, decoding)
 
@@ -214,7 +223,7 @@ class ItemView(KubeView):
                     applied,
                     dry_run=options.dry_run,
                     field_validation=options.field_validation,
-                    on_prepared=record,
+                    on_prepared=owner_admission.admission(request.user, self.rt, namespace, record),
                 )
                 return respond(result.object, 201, decoding + result.warnings)
         else:
@@ -235,7 +244,7 @@ class ItemView(KubeView):
             subresource=self.subresource,
             dry_run=options.dry_run,
             field_validation=options.field_validation,
-            on_prepared=record,
+            on_prepared=owner_admission.admission(request.user, self.rt, namespace, record),
         )
         return self._write_response(result, decoding)
 
@@ -257,10 +266,14 @@ class ItemView(KubeView):
             uid=options.uid,
             resource_version=options.resource_version,
             dry_run=options.dry_run,
+            propagation=options.propagation,
+            orphan_dependents=options.orphan_dependents,
         )
         if result.deleted:
             return respond(deleted_status(self.rt, result.object))
-        return respond(result.object)
+        # kube answers 202 to an explicit orphanDependents=false whose object stays (its
+        # dependents are deleted in the background); 200 otherwise, for compatibility.
+        return respond(result.object, 202 if options.orphan_dependents is False else 200)
 
     def _write_response(self, result: store.WriteResult, decoding: list[str]) -> Response:
         # An update that removed the last finalizer of an object being deleted deleted it; kube

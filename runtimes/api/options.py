@@ -89,6 +89,21 @@ class DeleteOptions:
     dry_run: bool
     uid: str | None
     resource_version: str | None
+    propagation: str | None = None
+    orphan_dependents: bool | None = None
+
+
+def _orphan_dependents(body: dict[str, Any], query: QueryDict) -> bool | None:
+    """A JSON boolean in the body; in the query, kube's conversion of a string to a bool:
+    only "false" and "0" are false."""
+    if "orphanDependents" in body:
+        value = body["orphanDependents"]
+        _expect(value is None or isinstance(value, bool), "orphanDependents", "bool")
+        return value if isinstance(value, bool) else None
+    raw = query.get("orphanDependents")
+    if raw is None:
+        return None
+    return raw.lower() not in ("false", "0")
 
 
 def _expect(ok: bool, field: str, go_type: str) -> None:
@@ -115,7 +130,7 @@ def delete_options(query: QueryDict, body: Any) -> DeleteOptions:
     allowed = ["Background", "Foreground", "Orphan"]
     if policy is not None and policy not in allowed:
         problems.append(not_supported("propagationPolicy", policy, allowed))
-    orphan = body.get("orphanDependents", query.get("orphanDependents"))
+    orphan = _orphan_dependents(body, query)
     if orphan is not None and policy is not None:
         problems.append(
             invalid(
@@ -141,4 +156,6 @@ def delete_options(query: QueryDict, body: Any) -> DeleteOptions:
         dry_run,
         pre.get("uid") or query.get("preconditions.uid"),
         pre.get("resourceVersion") or query.get("preconditions.resourceVersion"),
+        policy,
+        orphan,
     )

@@ -68,13 +68,25 @@ async def prepare(
     if on_loop is not None:
         return on_loop
     user, credential = await authenticate(request)
-    rendering = media.accepted_as(request, ("Table",))
+    rendering = media.accepted_as(request, RENDERINGS)
     if rendering is None or media.wants_yaml(request):  # kube streams no YAML either
         raise errors.ApiError("NotAcceptable", str(media.not_acceptable().detail))
+    if rendering[0] == media.PARTIAL_LIST:  # a watch event is one object
+        raise errors.ApiError("NotAcceptable", str(media.wrong_partial(media.PARTIAL_LIST).detail))
     table_version = rendering[1] if rendering[0] == "Table" else None
     plan: WatchPlan = await viewpool.run(
         plan_watch, rt, user, access, namespace, request.GET, table_version, credential
     )
+    return _with_metadata_rendering(plan, rendering)
+
+
+# What a watch can stream besides plain objects: one-row Tables, or metadata only.
+RENDERINGS = ("Table", *media.METADATA_RENDERINGS)
+
+
+def _with_metadata_rendering(plan: WatchPlan, rendering: tuple[str, str]) -> WatchPlan:
+    if rendering[0] == media.PARTIAL:
+        plan.metadata_version = rendering[1]
     return plan
 
 
@@ -86,9 +98,11 @@ async def plan_on_loop(
     if not loopreads.enabled():
         return None
     caller = loopreads.remembered_caller(request)
-    rendering = media.accepted_as(request, ("Table",))
+    rendering = media.accepted_as(request, RENDERINGS)
     if caller is None or rendering is None or media.wants_yaml(request):
         return None
+    if rendering[0] == media.PARTIAL_LIST:
+        return None  # refused by `prepare`
     # Any start point: the plan reads the store's revision and compaction floor, and its
     # initial list (if any) needs the cache caught up with them.
     state = await loopreads.state_for("")
@@ -105,7 +119,7 @@ async def plan_on_loop(
         return None
     request.user = user  # for the access log
     metrics.loop_read("watch", rt.plural)
-    return plan
+    return _with_metadata_rendering(plan, rendering)
 
 
 async def _lines(plan: WatchPlan) -> AsyncIterator[bytes]:

@@ -59,6 +59,9 @@ class WatchPlan:
     initial_end_bookmark: bool = False
     too_old: errors.ApiError | None = None  # the start was compacted: the stream is one ERROR
     table_version: str | None = None  # "v1" / "v1beta1" for meta.k8s.io Table events
+    # "v1" / "v1beta1" for metadata-only events (PartialObjectMetadata), as kube's metadata
+    # informers watch.
+    metadata_version: str | None = None
     guard: StreamGuard | None = None  # rechecks the caller while the watch runs
 
     @property
@@ -160,6 +163,7 @@ class Encoder:
     def __init__(self, plan: WatchPlan) -> None:
         self.rt = plan.rt
         self.version = plan.table_version
+        self.metadata_version = plan.metadata_version
         self.include = plan.opts.include_object
         self.columns_sent = False
 
@@ -176,6 +180,8 @@ class Encoder:
         return table
 
     def event(self, type_: str, obj: Obj) -> Obj:
+        if self.metadata_version is not None:
+            return {"type": type_, "object": tables.partial_metadata(obj, self.metadata_version)}
         if self.version is None:
             return {"type": type_, "object": obj}
         return {"type": type_, "object": self._table(obj, self.include)}
@@ -183,7 +189,7 @@ class Encoder:
     def initial(self, item: Obj | str) -> Obj | orjson.Fragment:
         """An initial ADDED event; `item` may be the object as stored (JSON text)."""
         if isinstance(item, str):
-            if self.version is None:
+            if self.version is None and self.metadata_version is None:
                 return orjson.Fragment(_ADDED + item.encode() + b"}")
             item = orjson.loads(item)
         assert not isinstance(item, str)
@@ -192,7 +198,7 @@ class Encoder:
     def change(self, type_: str, obj: Obj, event: hub.HubEvent) -> Obj | orjson.Fragment:
         """The watch event for a change: serialised once per event and type for every watcher
         of plain JSON (kube's cachingObject), from the stored text when there is one."""
-        if self.version is not None or obj is not event.object:
+        if self.version is not None or self.metadata_version is not None or obj is not event.object:
             return self.event(type_, obj)
         encoded = event.encoded.get(type_)
         if encoded is None:
@@ -206,6 +212,11 @@ class Encoder:
         if initial_end:
             meta["annotations"] = {INITIAL_EVENTS_END: "true"}
         obj = {"kind": self.rt.kind, "apiVersion": self.rt.api_version, "metadata": meta}
+        if self.metadata_version is not None:
+            return {
+                "type": "BOOKMARK",
+                "object": tables.partial_metadata(obj, self.metadata_version),
+            }
         if self.version is None:
             return {"type": "BOOKMARK", "object": obj}
         # A bookmark has no fields to print; its row's object stays PartialObjectMetadata so

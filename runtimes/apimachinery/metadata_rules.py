@@ -234,14 +234,24 @@ def validate_finalizers(finalizers: Any, path: str = "metadata.finalizers") -> l
             errors.append(invalid(f"{path}[{index}]", _shown(finalizer), "must be a string"))
             continue
         errors.extend(invalid(path, finalizer, m) for m in qualified_name_errors(finalizer))
+    # kube's ValidateFinalizers: the collector cannot both orphan and delete the dependents.
+    if "orphan" in finalizers and "foregroundDeletion" in finalizers:
+        errors.append(
+            invalid(path, finalizers, "finalizer orphan and foregroundDeletion cannot be both set")
+        )
     return errors
+
+
+# apimachinery's BannedOwners: an Event may own nothing (events come and go by the thousand).
+BANNED_OWNERS = {("v1", "Event")}
 
 
 def validate_owner_references(
     owners: Any, path: str = "metadata.ownerReferences"
 ) -> list[FieldError]:
     """kube's ValidateOwnerReferences: apiVersion (with a version), kind, name and uid are
-    required in each, and at most one may be the controller."""
+    required in each, a core Event may not own anything, and at most one may be the
+    controller."""
     if owners is None:
         return []
     if not isinstance(owners, list):
@@ -252,6 +262,18 @@ def validate_owner_references(
         if not isinstance(owner, dict):
             errors.append(invalid(f"{path}[{index}]", _shown(owner), "must be an object"))
             continue
+        # Typed fields, as kube decodes them (a uid that is an object would be a 400 there).
+        mistyped = [
+            invalid(f"{path}[{index}].{key}", _shown(owner[key]), f"must be {kind}")
+            for key, kind, ok in (
+                *((k, "a string", str) for k in ("apiVersion", "kind", "name", "uid")),
+                *((k, "a boolean", bool) for k in ("controller", "blockOwnerDeletion")),
+            )
+            if owner.get(key) is not None and not isinstance(owner[key], ok)
+        ]
+        if mistyped:
+            errors.extend(mistyped)
+            continue
         api_version = str(owner.get("apiVersion") or "")
         if not api_version.rpartition("/")[2]:
             errors.append(invalid(f"{path}.apiVersion", api_version, "version must not be empty"))
@@ -260,6 +282,14 @@ def validate_owner_references(
                 errors.append(
                     invalid(f"{path}.{key}", str(owner.get(key) or ""), f"{key} must not be empty")
                 )
+        kind = str(owner.get("kind") or "")
+        if (api_version, kind) in BANNED_OWNERS:
+            group, _, version = api_version.rpartition("/")
+            errors.append(
+                invalid(
+                    path, owner, f"{group}/{version}, Kind={kind} is disallowed from being an owner"
+                )
+            )
         if owner.get("controller") is True:
             this = f"{owner.get('kind')}/{owner.get('name')}"
             if controller:

@@ -22,7 +22,7 @@ from runtimes.apimachinery.meta import Obj
 from runtimes.console import manifests
 from runtimes.console.authorization import requires
 from runtimes.console.runtime_page import NO_SUCH_RUNTIME, load
-from runtimes.registry import authorization
+from runtimes.registry import authorization, owner_admission
 from runtimes.registry.kinds import TRAINING_RUNTIMES
 from runtimes.storage import store
 
@@ -85,15 +85,21 @@ def evaluate(
     if not access.allowed(request.user, verb, project):
         message = f"you may not {verb} runtimes in project {project!r}"
         return Verdict(False, [], message), None
+    # Who may set owner references is checked here as in the API.
+    admit = owner_admission.admission(request.user, TRAINING_RUNTIMES, project)
     try:
         if original is None:
-            result = store.create(TRAINING_RUNTIMES, project, body, dry_run=not save)
+            result = store.create(
+                TRAINING_RUNTIMES, project, body, dry_run=not save, on_prepared=admit
+            )
         else:
             name = original["metadata"]["name"]
             body.setdefault("metadata", {})
             body["metadata"]["resourceVersion"] = rv
             body["metadata"].setdefault("name", name)
-            result = store.update(TRAINING_RUNTIMES, project, name, body, dry_run=not save)
+            result = store.update(
+                TRAINING_RUNTIMES, project, name, body, dry_run=not save, on_prepared=admit
+            )
     except errors.ApiError as exc:
         verdict = _verdict_from_error(exc, text)
         if original is not None:

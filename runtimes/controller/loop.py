@@ -22,6 +22,11 @@ Bounded work, so a backlog never crowds out the API it shares a process with:
   default 0.2; ``runtimes.controller.pacing``), resting after each reconcile in proportion to
   the CPU it used.
 
+The same informers (one per served kind) feed the garbage collector
+(``runtimes.controller.garbagecollector``): its own queue and ``workers`` threads, paced alike,
+delete dependents whose owners are gone and finish foreground and orphaning deletions. It runs
+only where the reconcile loop runs: on the leader.
+
 ``start_in_process()`` runs it as a daemon thread beside the web server (the embedded default);
 ``manage.py runcontroller`` runs it alone, one leader at a time (``leader``).
 """
@@ -37,12 +42,14 @@ from django.db import close_old_connections, connection
 
 from runtimes.apimachinery.meta import Obj
 from runtimes.controller import settings as controller_settings
+from runtimes.controller.garbagecollector import GarbageCollector
 from runtimes.controller.leader import lead, lock_for
 from runtimes.controller.oci.sources import ImageSources
 from runtimes.controller.pacing import CpuPacer
 from runtimes.controller.reconcile import Outcome, Reconciler, identity, runtime_type
 from runtimes.controller.settings import ControllerSettings, TrustedKeys
 from runtimes.controller.workqueue import WorkQueue
+from runtimes.registry.kinds import all_kinds
 from runtimes.storage import store
 from runtimes.watch.informer import Handlers, Informer, Key, key_of
 
@@ -87,11 +94,28 @@ class Controller:
             backoff_max=self.config.backoff_max,
             jitter=self.config.backoff_jitter,
         )
-        self.informer = Informer(
-            runtime_type(),
-            Handlers(on_add=self._added, on_update=self._updated, on_delete=self._deleted),
-            resync_seconds=self.config.resync_seconds,
+        self.collector = GarbageCollector(
+            all_kinds(),
+            backoff_base=self.config.backoff_base,
+            backoff_max=self.config.backoff_max,
+            jitter=self.config.backoff_jitter,
         )
+        # One informer per served kind feeds the garbage collector's graph; the runtimes' one
+        # also feeds the reconcile queue (one list and one watch per kind, shared).
+        runtimes = runtime_type()
+        reconcile = Handlers(on_add=self._added, on_update=self._updated, on_delete=self._deleted)
+        self.informers = [
+            Informer(
+                rt,
+                both(reconcile, self.collector.handlers(rt))
+                if rt is runtimes
+                else self.collector.handlers(rt),
+                resync_seconds=self.config.resync_seconds,
+            )
+            for rt in all_kinds()
+        ]
+        self.informer = next(i for i in self.informers if i.kind is runtimes)
+        self.collector.informers = self.informers
         self.idle = threading.Event()  # set whenever the queue has drained (tests wait on it)
         self._stopping = threading.Event()  # ends a worker's rest at once
 
@@ -112,13 +136,18 @@ class Controller:
         """Runs until ``stop`` is set, then drains nothing further and returns."""
         threads = [
             threading.Thread(
-                target=self.informer.run,
+                target=informer.run,
                 args=(stop, self.config.poll_seconds),
-                name="controller-informer",
+                name=f"controller-informer-{informer.kind.key}",
             )
+            for informer in self.informers
         ]
         threads += [
             threading.Thread(target=self._work, name=f"controller-worker-{n}")
+            for n in range(self.workers)
+        ]
+        threads += [
+            threading.Thread(target=self._collect, name=f"controller-gc-{n}")
             for n in range(self.workers)
         ]
         try:
@@ -128,8 +157,10 @@ class Controller:
             stop.wait()
         finally:
             self._stopping.set()
-            self.informer.close()
+            for informer in self.informers:
+                informer.close()
             self.queue.shut_down()
+            self.collector.queue.shut_down()
             for thread in threads:
                 if thread.is_alive():
                     thread.join(timeout=30)
@@ -159,6 +190,14 @@ class Controller:
         self.reconciler.forget(*key)
         self.queue.forget(key)
         self.queue.add(key)  # its reconcile finds it gone and lets go of it
+
+    def _collect(self) -> None:
+        keeper = ConnectionKeeper()
+        try:
+            share = min(1.0, self.config.cpu_share / self.workers)
+            self.collector.work(self._stopping, share, keeper.refresh)
+        finally:
+            connection.close()
 
     def _work(self) -> None:
         keeper = ConnectionKeeper()
@@ -196,6 +235,30 @@ class Controller:
                 pacer.rest(self._stopping)
         finally:
             connection.close()
+
+
+def both(first: Handlers, second: Handlers) -> Handlers:
+    """Handlers that call `first`'s, then `second`'s."""
+
+    def add(obj: Obj) -> None:
+        try:
+            first.on_add(obj)
+        finally:
+            second.on_add(obj)
+
+    def update(old: Obj, new: Obj) -> None:
+        try:
+            first.on_update(old, new)
+        finally:
+            second.on_update(old, new)
+
+    def delete(obj: Obj) -> None:
+        try:
+            first.on_delete(obj)
+        finally:
+            second.on_delete(obj)
+
+    return Handlers(on_add=add, on_update=update, on_delete=delete)
 
 
 def run_with_leader_election(

@@ -62,3 +62,12 @@ def lookup(plural: str) -> ResourceType | None:
 
 def all_kinds() -> list[ResourceType]:
     return list(REGISTRY.values())
+
+
+def for_reference(api_version: str, kind: str) -> ResourceType | None:
+    """The kind an owner reference (or any apiVersion + kind) names: its group, version and kind
+    must all be served, as kube's REST mapper maps a reference (no match: None)."""
+    for rt in REGISTRY.values():
+        if rt.api_version == api_version and rt.kind == kind:
+            return rt
+    return None

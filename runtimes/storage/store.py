@@ -18,7 +18,7 @@ import orjson
 from django.db import connection, transaction
 from django.utils import timezone
 
-from runtimes.apimachinery import errors
+from runtimes.apimachinery import errors, ownership
 from runtimes.apimachinery.meta import KEPT_ON_UPDATE, RESET_ON_CREATE, Obj
 from runtimes.apimachinery.objectmeta import (
     canonical,
@@ -152,6 +152,7 @@ def _prepare_create(
         meta.pop(system, None)
     warnings: list[str] = []
     _apply_field_validation(rt.strategy, obj, field_validation, warnings)
+    warnings += ownership.dedup_owner_references(meta)
     rt.strategy.prepare_for_create(obj)
     rt.strategy.default(obj)
     if not meta.get("name") and meta.get("generateName"):
@@ -226,6 +227,7 @@ def _prepare_update(
     warnings: list[str] = []
     if strategy.subresource == "":
         _apply_field_validation(strategy, new, field_validation, warnings)
+        warnings += ownership.dedup_owner_references(meta)
     strategy.prepare_for_update(new, old)
     strategy.default(new)
     _validate(rt, strategy, new, old)
@@ -365,8 +367,17 @@ def delete(
     uid: str | None = None,
     resource_version: str | None = None,
     dry_run: bool = False,
+    propagation: str | None = None,
+    orphan_dependents: bool | None = None,
 ) -> WriteResult:
-    """Deletes now, or (with finalizers) marks the object as being deleted."""
+    """Deletes now, or (with finalizers) marks the object as being deleted.
+
+    `propagation` (Background, Foreground, Orphan) and the older `orphan_dependents` put the
+    garbage collector's finalizer on the object, or take it off, as kube-apiserver does
+    (`ownership.deletion_finalizers`): also on an object already being deleted, so a second
+    DELETE may switch an orphaning deletion to a foreground one. An object left without
+    finalizers goes at once.
+    """
     ns = _ns(rt, namespace)
     for _attempt in range(20):
         old = get(rt, ns, name)
@@ -390,13 +401,19 @@ def delete(
                 f"the ResourceVersion in record ({meta['resourceVersion']}). The object might "
                 "have been modified",
             )
-        if meta.get("finalizers"):
-            if meta.get("deletionTimestamp"):
+        finalizers = list(meta.get("finalizers") or [])
+        changed = ownership.deletion_finalizers(finalizers, propagation, orphan_dependents)
+        if changed is not None:
+            finalizers = changed
+        if finalizers:
+            if meta.get("deletionTimestamp") and changed is None:
                 return WriteResult(old, changed=False)
             new = copy.deepcopy(old)
-            new["metadata"]["deletionTimestamp"] = now_timestamp()
+            new["metadata"]["finalizers"] = finalizers
+            if not meta.get("deletionTimestamp"):
+                new["metadata"]["deletionTimestamp"] = now_timestamp()
+                new["metadata"]["generation"] = int(meta.get("generation", 1)) + 1
             new["metadata"]["deletionGracePeriodSeconds"] = 0
-            new["metadata"]["generation"] = int(meta.get("generation", 1)) + 1
             if dry_run:
                 return WriteResult(new)
             try:

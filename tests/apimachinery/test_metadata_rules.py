@@ -202,3 +202,25 @@ def test_it_checks_object_meta_as_a_whole() -> None:
         "metadata.namespace",
         "metadata.labels",
     ] + ["metadata.annotations"] * 3  # "/": empty prefix, empty name, name fails the regex
+
+
+def test_it_checks_owner_references_as_kube_does() -> None:
+    from runtimes.apimachinery.metadata_rules import validate_owner_references
+
+    good = {"apiVersion": "nodus.dev/v1beta1", "kind": "TrainingRuntime", "name": "a", "uid": "1"}
+    assert validate_owner_references([good]) == []
+    [uid] = validate_owner_references([{**good, "uid": ""}])
+    assert (uid.field, uid.message) == (
+        "metadata.ownerReferences.uid",
+        'Invalid value: "": uid must not be empty',
+    )
+    [version] = validate_owner_references([{**good, "apiVersion": "nodus.dev/"}])
+    assert version.message == 'Invalid value: "nodus.dev/": version must not be empty'
+    event = {"apiVersion": "v1", "kind": "Event", "name": "e", "uid": "2"}
+    [banned] = validate_owner_references([event])
+    assert banned.field == "metadata.ownerReferences"
+    assert banned.message.endswith(": /v1, Kind=Event is disallowed from being an owner")
+    two = validate_owner_references(
+        [{**good, "controller": True}, {**event, "kind": "X", "controller": True}]
+    )
+    assert "Only one reference can have Controller set to true" in two[-1].message

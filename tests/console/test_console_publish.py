@@ -160,3 +160,23 @@ def test_it_finds_the_line_of_nested_fields() -> None:
     text = "spec:\n  presets:\n  - model: a\n    method: Full\n  - model: b\n    method: Bogus\n"
     assert line_of(text, "spec.presets[1].method") == 6
     assert line_of(text, "spec.presets[1].missing") == 5
+
+
+def test_it_checks_who_may_make_an_owner_reference_blocking(actors: dict[str, Any]) -> None:
+    from runtimes.registry.kinds import ACCELERATORS
+
+    gpu = store.create(ACCELERATORS, None, {"metadata": {"name": "owner-gpu"}, "spec": {}}).object
+    manifest = runtime_manifest("owned")
+    manifest["metadata"]["ownerReferences"] = [
+        {
+            "apiVersion": gpu["apiVersion"],
+            "kind": gpu["kind"],
+            "name": "owner-gpu",
+            "uid": gpu["metadata"]["uid"],
+            "blockOwnerDeletion": True,
+        }
+    ]
+    text = yaml.safe_dump(manifest)
+    response = client_for(actors["alice"]).post("/publish", {"project": "demo", "manifest": text})
+    assert b"can&#x27;t set finalizers on" in response.content
+    assert not store.list_objects(TRAINING_RUNTIMES, "demo")[0]
