@@ -15,6 +15,8 @@ from typing import Any
 from runtimes.apimachinery.formats import FORMAT_PATTERNS, OPENAPI_FORMATS
 from runtimes.apimachinery.meta import GROUP, PRECONDITION_FIELDS, VERSION
 from runtimes.apimachinery.schema_nodes import Field
+from runtimes.registry.accelerator_schema import ACCELERATOR
+from runtimes.registry.accelerator_schema import KIND as ACCELERATOR_KIND
 from runtimes.registry.trainingruntime.schema import KIND, SELECTABLE_FIELDS, TRAINING_RUNTIME
 
 Schema = dict[str, Any]
@@ -69,6 +71,8 @@ def _schema(node: Field, components: dict[str, Schema]) -> Schema:
         out = _object(node, components)
     elif node.type == "map":
         out = {"type": "object"}
+        if node.map_type:
+            out["x-kubernetes-map-type"] = node.map_type
         if node.values is not None:
             out["additionalProperties"] = _schema(node.values, components)
     elif node.type == "array":
@@ -96,6 +100,8 @@ def _object(node: Field, components: dict[str, Schema]) -> Schema:
     out: Schema = {"type": "object"}
     if node.description:
         out["description"] = node.description
+    if node.map_type:
+        out["x-kubernetes-map-type"] = node.map_type
     if node.preserve_unknown:
         out["x-kubernetes-preserve-unknown-fields"] = True
         return out
@@ -213,5 +219,11 @@ def component_schemas() -> dict[str, Schema]:
         },
         "x-kubernetes-group-version-kind": [{**GVK, "kind": f"{KIND}List"}],
     }
+    # Accelerators are read-only, so no paths name them, but kubectl explain finds a kind by
+    # the GVK of its component.
+    _schema(ACCELERATOR, components)
+    components[ACCELERATOR.component]["x-kubernetes-group-version-kind"] = [
+        {**GVK, "kind": ACCELERATOR_KIND}
+    ]
     components.update(_meta_kinds())
     return components

@@ -279,7 +279,9 @@ def test_it_conflicts_with_a_manager_that_changed_a_field_since() -> None:
             "field": ".spec.image",
         }
     ]
-    assert error.conflicts == [Conflict(".spec.image", "kubectl-client-side-apply", V1)]
+    assert error.conflicts == [
+        Conflict(".spec.image", "kubectl-client-side-apply", V1, path=("f:spec", "f:image"))
+    ]
 
 
 def test_it_lets_force_take_ownership() -> None:
