@@ -22,7 +22,7 @@ from runtimes.apimachinery.meta import Obj
 from runtimes.console import manifests
 from runtimes.console.authorization import requires
 from runtimes.console.runtime_page import NO_SUCH_RUNTIME, load
-from runtimes.registry import authorization
+from runtimes.registry import authorization, fieldmanager
 from runtimes.registry.kinds import TRAINING_RUNTIMES
 from runtimes.storage import store
 
@@ -85,15 +85,23 @@ def evaluate(
     if not access.allowed(request.user, verb, project):
         message = f"you may not {verb} runtimes in project {project!r}"
         return Verdict(False, [], message), None
+    # The console's writes carry the user in their field manager (nodus-console:alice).
+    record = fieldmanager.recorder(
+        TRAINING_RUNTIMES, fieldmanager.console_manager(request.user.get_username()), ""
+    )
     try:
         if original is None:
-            result = store.create(TRAINING_RUNTIMES, project, body, dry_run=not save)
+            result = store.create(
+                TRAINING_RUNTIMES, project, body, dry_run=not save, on_prepared=record
+            )
         else:
             name = original["metadata"]["name"]
             body.setdefault("metadata", {})
             body["metadata"]["resourceVersion"] = rv
             body["metadata"].setdefault("name", name)
-            result = store.update(TRAINING_RUNTIMES, project, name, body, dry_run=not save)
+            result = store.update(
+                TRAINING_RUNTIMES, project, name, body, dry_run=not save, on_prepared=record
+            )
     except errors.ApiError as exc:
         verdict = _verdict_from_error(exc, text)
         if original is not None:
