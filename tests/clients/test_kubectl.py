@@ -307,7 +307,9 @@ def test_it_moves_from_client_side_to_server_side_apply(kc: Kc, tmp_path: Path) 
     obj = get(kubectl, "migrate")
     assert obj["spec"]["launcher"] == "Plain"  # gone, so defaulted again
     assert "tier" not in obj["metadata"]["labels"]
-    assert "f:launcher" not in _entries(kubectl, "migrate")["kubectl", "Apply"]["fieldsV1"]["f:spec"]
+    assert (
+        "f:launcher" not in _entries(kubectl, "migrate")["kubectl", "Apply"]["fieldsV1"]["f:spec"]
+    )
 
 
 def test_it_edits_with_the_users_editor(kc: Kc, tmp_path: Path) -> None:
