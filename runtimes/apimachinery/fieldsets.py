@@ -68,6 +68,17 @@ class ListTypes:
     map_keys: Mapping[str, Sequence[str]] = field(default_factory=dict)
     lists: Mapping[str, tuple[ListKind, tuple[str, ...]]] = field(default_factory=dict)
     atomic_maps: frozenset[str] = frozenset()
+    # Maps whose keys are not schema fields (labels, a map of numbers), and the roots of
+    # subtrees the schema leaves open (x-kubernetes-preserve-unknown-fields), where every map
+    # is such a map. structured-merge-diff makes each key of these a member of its own, so a
+    # nested map there shows ``".": {}`` in an Apply entry too.
+    free_maps: frozenset[str] = frozenset()
+    deduced: frozenset[str] = frozenset()
+
+    def free(self, dotted: str) -> bool:
+        if dotted in self.free_maps or dotted in ("metadata.labels", "metadata.annotations"):
+            return True
+        return any(dotted == root or dotted.startswith(root + ".") for root in self.deduced)
 
     def declared(self, dotted: str) -> ListKind:
         if dotted in self.lists:
@@ -133,11 +144,14 @@ def object_fields(obj: Mapping[str, Any] | None, types: ListTypes) -> dict[Field
     return out
 
 
-def _walk(value: Any, path: FieldPath, dotted: str, types: ListTypes, out: dict) -> None:
+def _walk(
+    value: Any, path: FieldPath, dotted: str, types: ListTypes, out: dict, member: bool = False
+) -> None:
     if isinstance(value, dict) and value and not types.atomic_map(dotted):
+        free = types.free(dotted)
         for name, child in value.items():
-            _walk(child, (*path, f"f:{name}"), f"{dotted}.{name}", types, out)
-        out[path] = MAP
+            _walk(child, (*path, f"f:{name}"), f"{dotted}.{name}", types, out, free)
+        out[path] = ITEM if member else MAP
     elif isinstance(value, list) and value and types.kind(dotted, value) != "atomic":
         for item in value:
             item_path = (*path, types.item_key(dotted, item))

@@ -261,8 +261,9 @@ def manager_errors(manager: str, field: str) -> list[FieldError]:
     problems: list[FieldError] = []
     if len(manager.encode()) > MANAGER_MAX_LENGTH:
         problems.append(fielderrors.too_long(field, MANAGER_MAX_LENGTH))
-    for position, char in enumerate(manager):
-        if not char.isprintable() and char != " ":
+    for index, char in enumerate(manager):
+        if not char.isprintable():
+            position = len(manager[:index].encode())  # Go ranges over a string by byte offset
             problems.append(
                 fielderrors.invalid(
                     field,

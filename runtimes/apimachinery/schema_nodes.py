@@ -152,6 +152,8 @@ def merge_types(node: Field) -> ListTypes:
     maps, by dotted path (list items and map values do not add to the path)."""
     lists: dict[str, tuple[ListKind, tuple[str, ...]]] = {}
     atomic: set[str] = set()
+    free: set[str] = set()
+    deduced: set[str] = set()
     # Iterative (the schema is ours, but walks stay bounded by construction).
     pending: list[tuple[Field, str]] = [(node, "")]
     while pending:
@@ -165,9 +167,18 @@ def merge_types(node: Field) -> ListTypes:
         elif current.type in ("object", "map"):
             if current.map_type == "atomic":
                 atomic.add(path)
+            if current.preserve_unknown:
+                deduced.add(path)
+            elif current.type == "map":
+                free.add(path)
             for key, child in (current.properties or {}).items():
                 pending.append((child, child_path(path, key)))
-    return ListTypes(lists=lists, atomic_maps=frozenset(atomic))
+    return ListTypes(
+        lists=lists,
+        atomic_maps=frozenset(atomic),
+        free_maps=frozenset(free),
+        deduced=frozenset(deduced),
+    )
 
 
 def list_map_keys(node: Field, path: str = "") -> dict[str, tuple[str, ...]]:
