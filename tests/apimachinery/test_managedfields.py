@@ -581,9 +581,7 @@ def test_force_moves_only_the_conflicting_fields() -> None:
 def _client_side(config: dict[str, Any]) -> dict[str, Any]:
     annotated = copy.deepcopy(config)
     annotated["metadata"]["annotations"] = {LAST_APPLIED: json.dumps(config)}
-    managed = record_update(
-        [], "kubectl-client-side-apply", "Update", V1, None, annotated, "", T0
-    )
+    managed = record_update([], "kubectl-client-side-apply", "Update", V1, None, annotated, "", T0)
     return stored(annotated, managed)
 
 
