@@ -161,6 +161,10 @@ def _walk(
                 out[item_path] = ITEM
             else:
                 out[item_path] = item
+        # Like a map, a list of items is a member only where an ordinary write creates it
+        # (structured-merge-diff's compare adds it; an applier's field set never holds it),
+        # unless it is the value of an open map's key, which is always a member.
+        out[path] = ITEM if member else MAP
     else:
         # Scalars, nulls, empty maps and atomic lists are leaves.
         out[path] = value

@@ -711,3 +711,21 @@ def test_every_list_of_both_kinds_declares_its_type() -> None:
     assert types.declared("spec.defaults.sidecars.env") == "map"
     assert types.atomic_map("spec.defaults.sidecars.env.valueFrom.secretKeyRef")
     assert types.free("spec.parameters.properties")
+
+
+def test_an_update_that_creates_a_list_of_items_owns_the_list_too() -> None:
+    created = manifest(outputs=[{"name": "a", "path": "/a"}], modes=["Train"])
+    created["metadata"]["finalizers"] = ["nodus.dev/x"]
+    [entry] = record_update(
+        [], "creator", "Update", V1, None, created, "", T0, list_map_keys=SCHEMA_TYPES
+    )
+    fields = entry["fieldsV1"]
+    assert fields["f:metadata"]["f:finalizers"] == {".": {}, 'v:"nodus.dev/x"': {}}
+    assert fields["f:spec"]["f:modes"] == {".": {}, 'v:"Train"': {}}
+    assert fields["f:spec"]["f:outputs"] == {
+        ".": {},
+        'k:{"name":"a"}': {".": {}, "f:name": {}, "f:path": {}},
+    }
+    # An applier's set never holds the list itself, only its items.
+    _, managed = typed_apply(None, created, "applier")
+    assert "." not in by_manager(managed)["applier", "Apply"]["fieldsV1"]["f:spec"]["f:modes"]
