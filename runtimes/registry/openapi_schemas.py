@@ -25,6 +25,8 @@ RUNTIME = TRAINING_RUNTIME.component
 RUNTIME_LIST = f"dev.nodus.{VERSION}.{KIND}List"
 META = "io.k8s.apimachinery.pkg.apis.meta.v1."
 GVK = {"group": GROUP, "version": VERSION, "kind": KIND}
+ACCELERATOR_GVK = {**GVK, "kind": ACCELERATOR_KIND}
+ACCELERATOR_LIST = f"dev.nodus.{VERSION}.{ACCELERATOR_KIND}List"
 
 
 def ref(name: str) -> Schema:
@@ -219,11 +221,20 @@ def component_schemas() -> dict[str, Schema]:
         },
         "x-kubernetes-group-version-kind": [{**GVK, "kind": f"{KIND}List"}],
     }
-    # Accelerators are read-only, so no paths name them, but kubectl explain finds a kind by
-    # the GVK of its component.
+    # Read-only Accelerators: kubectl explain finds them by their get and list paths' GVK.
     _schema(ACCELERATOR, components)
-    components[ACCELERATOR.component]["x-kubernetes-group-version-kind"] = [
-        {**GVK, "kind": ACCELERATOR_KIND}
-    ]
+    components[ACCELERATOR.component]["x-kubernetes-group-version-kind"] = [dict(ACCELERATOR_GVK)]
+    components[ACCELERATOR_LIST] = {
+        "type": "object",
+        "description": f"{ACCELERATOR_KIND}List is a list of {ACCELERATOR_KIND}s.",
+        "required": ["items"],
+        "properties": {
+            "apiVersion": {"type": "string"},
+            "kind": {"type": "string"},
+            "items": {"type": "array", "items": ref(ACCELERATOR.component)},
+            "metadata": {"allOf": [ref(META + "ListMeta")]},
+        },
+        "x-kubernetes-group-version-kind": [dict(ACCELERATOR_GVK, kind=f"{ACCELERATOR_KIND}List")],
+    }
     components.update(_meta_kinds())
     return components

@@ -229,6 +229,9 @@ def test_it_explains_fields_from_the_openapi_document(kc: Kc) -> None:
     recursive = ok(kubectl("explain", "tr", "--recursive")).stdout
     for field in ("spec", "image", "presets", "secondsPerStep", "status", "observedGeneration"):
         assert field in recursive, field
+    offerings = ok(kubectl("explain", "accelerators.spec.offerings")).stdout
+    assert "KIND:       Accelerator" in offerings
+    assert "FIELD: offerings <[]AcceleratorOffering>" in offerings
 
 
 def test_it_applies_client_side_three_times(kc: Kc, tmp_path: Path) -> None:
