@@ -318,6 +318,8 @@ def record_update(
 
     The manager takes the fields it added or changed from everyone; removed fields leave every
     entry; entries left empty are dropped. A write that changes nothing leaves ownership alone.
+    ``managed_fields`` are the entries the write starts from: the live ones, or those the
+    request carries (`incoming_entries` decides, as kube's decodeLiveOrNew).
     """
     types = list_types(list_map_keys)
     changed, removed = _diff(object_fields(old_obj, types), object_fields(new_obj, types))
