@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 
 from runtimes.apimachinery.meta import API_VERSION, GROUP, VERSION
+from runtimes.registry.accelerator_schema import ACCELERATOR
 from runtimes.registry.openapi_schemas import (
     ACCELERATOR_GVK,
     ACCELERATOR_LIST,
@@ -27,7 +28,6 @@ from runtimes.registry.openapi_schemas import (
     component_schemas,
     ref,
 )
-from runtimes.registry.accelerator_schema import ACCELERATOR
 from runtimes.registry.trainingruntime.schema import KIND, PLURAL
 
 Operation = dict[str, Any]
