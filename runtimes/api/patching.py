@@ -16,6 +16,7 @@ from runtimes.apimachinery import bounds, errors, managedfields, metadata_rules,
 from runtimes.apimachinery.fielderrors import FieldError
 from runtimes.apimachinery.meta import Obj
 from runtimes.apimachinery.objectmeta import now_timestamp
+from runtimes.registry import fieldmanager
 from runtimes.registry.resources import ResourceType
 
 
@@ -81,23 +82,7 @@ def _bounded(patched: Obj) -> Obj:
 
 def recorder(rt: ResourceType, manager: str, subresource: str) -> Callable[[Obj | None, Obj], Obj]:
     """Records the write in metadata.managedFields once the store has prepared the new object."""
-
-    def record(old: Obj | None, new: Obj) -> Obj:
-        entries = (old or {}).get("metadata", {}).get("managedFields") or []
-        new["metadata"]["managedFields"] = managedfields.record_update(
-            entries,
-            manager,
-            "Update",
-            rt.api_version,
-            old,
-            new,
-            subresource,
-            now_timestamp(),
-            list_map_keys=rt.list_map_keys,
-        )
-        return new
-
-    return record
+    return fieldmanager.recorder(rt, manager, subresource)
 
 
 def apply_change(
@@ -106,6 +91,14 @@ def apply_change(
     """Server-side apply: merges the applied config into the live object by ownership."""
     if not isinstance(body, dict):
         raise errors.bad_request("an apply patch must be one object (YAML or JSON)")
+    metadata = body.get("metadata")
+    if isinstance(metadata, dict) and isinstance(metadata.get("managedFields"), list):
+        # kube's structured-merge manager: ownership is the server's to compute on apply.
+        raise errors.bad_request(
+            "metadata.managedFields must be nil",
+            fix="Leave metadata.managedFields out of the applied manifest (`kubectl get -o yaml` "
+            "output includes them; strip them, or use --show-managed-fields=false).",
+        )
     # Refused before the merge, which tracks every label and annotation the body carries.
     oversized = metadata_rules.size_errors(body.get("metadata"))
     if oversized:
@@ -123,7 +116,7 @@ def apply_change(
                 current.get("metadata", {}).get("managedFields") or [],
                 rt.api_version,
                 now_timestamp(),
-                list_map_keys=rt.list_map_keys,
+                list_map_keys=rt.merge_types,
                 subresource=subresource,
             )
         except managedfields.ApplyConflict as exc:
@@ -137,7 +130,7 @@ def apply_change(
 
     def record(old: Obj | None, new: Obj) -> Obj:
         if "entries" in owned:
-            new["metadata"]["managedFields"] = owned["entries"]
+            fieldmanager.set_entries(new, owned["entries"])
         return new
 
     return change, record

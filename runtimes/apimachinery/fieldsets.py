@@ -2,10 +2,14 @@
 the merge of an applied configuration into a live object by the same list rules.
 
 A field path is a tuple of FieldsV1 keys: ``f:<name>`` for a map field, ``k:<json>`` for an item
-of a list of maps (keyed by ``list_map_keys``), ``v:<json>`` for an item of a set. Every other
-list is atomic: owned as one leaf. Only the parts of an object a client manages are tracked:
-``metadata.labels``, ``metadata.annotations``, ``metadata.finalizers``, ``spec`` and ``status``;
-server-owned metadata (uid, resourceVersion, generation, managedFields, ...) never is.
+of a list of maps (``x-kubernetes-list-type: map``, keyed by ``x-kubernetes-list-map-keys``),
+``v:<json>`` for an item of a set (``x-kubernetes-list-type: set``). Every other list is atomic:
+owned as one leaf, as is a map the schema declares ``x-kubernetes-map-type: atomic``. These
+types come from the kind's schema (`ListTypes`, built by ``schema_nodes.merge_types``).
+
+Only the parts of an object a client manages are tracked: ``spec``, ``status`` and metadata
+less what kube's fieldmanager strips (name, namespace and the server-set fields: uid,
+resourceVersion, generation, creationTimestamp, managedFields, ...).
 """
 
 from __future__ import annotations
@@ -26,8 +30,27 @@ ITEM = object()
 MAP = object()
 MARKERS = (ITEM, MAP)
 
-_TRACKED_METADATA = ("labels", "annotations", "finalizers")
+# kube's stripMeta drops these (plus apiVersion and kind) before computing field sets.
+_STRIPPED_METADATA = frozenset(
+    {
+        "name",
+        "namespace",
+        "uid",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "generation",
+        "resourceVersion",
+        "selfLink",
+        "managedFields",
+    }
+)
 _TRACKED_ROOTS = ("spec", "status")
+# ObjectMeta's own list types (apimachinery types.go: +listType markers), true for every kind.
+_METADATA_LISTS: dict[str, tuple[ListKind, tuple[str, ...]]] = {
+    "metadata.finalizers": ("set", ()),
+    "metadata.ownerReferences": ("map", ("uid",)),
+}
 
 
 def _json(value: Any) -> str:
@@ -36,20 +59,51 @@ def _json(value: Any) -> str:
 
 @dataclass(frozen=True)
 class ListTypes:
-    """How lists are merged, by dotted field path (list items do not add to the path)."""
+    """How lists and maps are merged and owned, by dotted field path (list items do not add to
+    the path). ``map_keys`` names map-lists alone (the older, shorter form); ``lists`` gives
+    every declared list its ``x-kubernetes-list-type`` and keys; ``atomic_maps`` are the maps
+    declared ``x-kubernetes-map-type: atomic``. Anything undeclared is an atomic list or a
+    granular map, as for a CRD's structural schema."""
 
     map_keys: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    lists: Mapping[str, tuple[ListKind, tuple[str, ...]]] = field(default_factory=dict)
+    atomic_maps: frozenset[str] = frozenset()
+    # Maps whose keys are not schema fields (labels, a map of numbers), and the roots of
+    # subtrees the schema leaves open (x-kubernetes-preserve-unknown-fields), where every map
+    # is such a map. structured-merge-diff makes each key of these a member of its own, so a
+    # nested map there shows ``".": {}`` in an Apply entry too.
+    free_maps: frozenset[str] = frozenset()
+    deduced: frozenset[str] = frozenset()
+
+    def free(self, dotted: str) -> bool:
+        if dotted in self.free_maps or dotted in ("metadata.labels", "metadata.annotations"):
+            return True
+        return any(dotted == root or dotted.startswith(root + ".") for root in self.deduced)
 
     def declared(self, dotted: str) -> ListKind:
-        if dotted == "metadata.finalizers":
-            return "set"
-        return "map" if dotted in self.map_keys else "atomic"
+        if dotted in self.lists:
+            return self.lists[dotted][0]
+        if dotted in self.map_keys:
+            return "map"
+        if dotted in _METADATA_LISTS:
+            return _METADATA_LISTS[dotted][0]
+        return "atomic"
+
+    def keys(self, dotted: str) -> Sequence[str]:
+        if dotted in self.lists:
+            return self.lists[dotted][1]
+        if dotted in self.map_keys:
+            return self.map_keys[dotted]
+        return _METADATA_LISTS.get(dotted, ("atomic", ()))[1]
+
+    def atomic_map(self, dotted: str) -> bool:
+        return dotted in self.atomic_maps
 
     def kind(self, dotted: str, items: list[Any]) -> ListKind:
         """The declared kind, or atomic when the items cannot be keyed that way."""
         declared = self.declared(dotted)
         if declared == "map":
-            keys = self.map_keys[dotted]
+            keys = self.keys(dotted)
             if not all(isinstance(i, dict) and any(k in i for k in keys) for i in items):
                 return "atomic"
             if len({self.item_key(dotted, i) for i in items}) != len(items):
@@ -63,7 +117,7 @@ class ListTypes:
     def item_key(self, dotted: str, item: Any) -> str:
         """The FieldsV1 key of a list item: ``k:{...}`` for map-lists, ``v:...`` for sets."""
         if self.declared(dotted) == "map":
-            keys = self.map_keys[dotted]
+            keys = self.keys(dotted)
             return "k:" + _json({k: item[k] for k in keys if k in item})
         return "v:" + _json(item)
 
@@ -81,20 +135,23 @@ def object_fields(obj: Mapping[str, Any] | None, types: ListTypes) -> dict[Field
         return out
     metadata = obj.get("metadata")
     if isinstance(metadata, Mapping):
-        for name in _TRACKED_METADATA:
-            if name in metadata:
-                _walk(metadata[name], ("f:metadata", f"f:{name}"), f"metadata.{name}", types, out)
+        for name, value in metadata.items():
+            if name not in _STRIPPED_METADATA:
+                _walk(value, ("f:metadata", f"f:{name}"), f"metadata.{name}", types, out)
     for root in _TRACKED_ROOTS:
         if root in obj:
             _walk(obj[root], (f"f:{root}",), root, types, out)
     return out
 
 
-def _walk(value: Any, path: FieldPath, dotted: str, types: ListTypes, out: dict) -> None:
-    if isinstance(value, dict) and value:
+def _walk(
+    value: Any, path: FieldPath, dotted: str, types: ListTypes, out: dict, member: bool = False
+) -> None:
+    if isinstance(value, dict) and value and not types.atomic_map(dotted):
+        free = types.free(dotted)
         for name, child in value.items():
-            _walk(child, (*path, f"f:{name}"), f"{dotted}.{name}", types, out)
-        out[path] = MAP
+            _walk(child, (*path, f"f:{name}"), f"{dotted}.{name}", types, out, free)
+        out[path] = ITEM if member else MAP
     elif isinstance(value, list) and value and types.kind(dotted, value) != "atomic":
         for item in value:
             item_path = (*path, types.item_key(dotted, item))
@@ -104,6 +161,10 @@ def _walk(value: Any, path: FieldPath, dotted: str, types: ListTypes, out: dict)
                 out[item_path] = ITEM
             else:
                 out[item_path] = item
+        # Like a map, a list of items is a member only where an ordinary write creates it
+        # (structured-merge-diff's compare adds it; an applier's field set never holds it),
+        # unless it is the value of an open map's key, which is always a member.
+        out[path] = ITEM if member else MAP
     else:
         # Scalars, nulls, empty maps and atomic lists are leaves.
         out[path] = value
@@ -182,7 +243,7 @@ def path_string(path: FieldPath) -> str:
 
 def merge_objects(live: Any, config: Any, types: ListTypes, dotted: str = "") -> Any:
     """Applied configuration over live: maps recurse, keyed lists merge, the rest replaces."""
-    if isinstance(live, dict) and isinstance(config, dict):
+    if isinstance(live, dict) and isinstance(config, dict) and not types.atomic_map(dotted):
         merged = copy.deepcopy(live)
         for name, value in config.items():
             path = f"{dotted}.{name}" if dotted else name

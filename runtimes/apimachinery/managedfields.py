@@ -1,15 +1,21 @@
-"""Server-side apply, a documented subset of structured-merge-diff, and ``managedFields``.
+"""Server-side apply as structured-merge-diff does it, and ``metadata.managedFields``.
 
 Every write records who set which fields. ``record_update`` handles ordinary writes (an
-``Update`` entry per manager and API version); ``apply`` handles ``application/apply-patch+yaml``:
-the applied configuration is the manager's whole intent, so it is merged into the live object,
-fields the manager applied before but omits now are removed unless someone else owns them, and
-changing a field another manager owns is a conflict (409) unless ``force`` is set.
+``Update`` entry per manager, API version and subresource); ``apply`` handles
+``application/apply-patch+yaml``: the applied configuration is the manager's whole intent, so it
+is merged into the live object, fields the manager applied before but omits now are removed
+unless someone else owns them, and changing a field another manager owns to a different value
+is a conflict (409) unless ``force`` is set. Two managers that set the same value both own it
+(co-ownership): one dropping it leaves it to the other.
 
-The subset (KUBE-API.md 1.7): lists are atomic except ``metadata.finalizers`` (a set) and the
-lists of maps named in ``list_map_keys``; maps merge recursively; ``null`` in an applied
-configuration is dropped; managers are not capped at ten Update entries as kube does.
-Entries are plain ``ManagedFieldsEntry`` dicts as they appear in ``metadata.managedFields``.
+Granularity comes from the kind's schema (``ListTypes``): ``x-kubernetes-list-type`` atomic,
+set or map (with ``x-kubernetes-list-map-keys``) and ``x-kubernetes-map-type``. As kube, the
+apply of manager ``kubectl`` takes over the fields of a client-side apply whose values still
+match the last-applied annotation, and keeps that annotation in step (kube's lastAppliedManager
+and lastAppliedUpdater); kubectl itself upgrades the ``kubectl-client-side-apply`` entry with a
+JSON patch of ``metadata.managedFields`` (client-go csaupgrade), which ``incoming_entries``
+honours like any managedFields a client writes. Entries are plain ``ManagedFieldsEntry`` dicts
+as they appear in ``metadata.managedFields``. Update managers are not capped at ten as kube does.
 """
 
 from __future__ import annotations
@@ -20,7 +26,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from runtimes.apimachinery import fielderrors
+from runtimes.apimachinery.fielderrors import FieldError
 from runtimes.apimachinery.fieldsets import (
+    MAP,
     MARKERS,
     FieldPath,
     ListTypes,
@@ -36,6 +45,14 @@ from runtimes.apimachinery.meta import SERVER_SET_METADATA
 from runtimes.apimachinery.patches import json_equal
 
 BEFORE_FIRST_APPLY = "before-first-apply"
+# kubectl's default field manager for server-side apply, the only one kube upgrades from
+# client-side apply on the server (lastAppliedManager) and whose apply keeps the annotation.
+KUBECTL = "kubectl"
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+OPERATIONS = ("Apply", "Update")
+MANAGER_MAX_LENGTH = 128  # apimachinery's FieldManagerMaxLength
+SUBRESOURCE_MAX_LENGTH = 256  # apimachinery's MaxSubresourceNameLength
+_FIELDS_V1_MAX_DEPTH = 128
 _ABSENT = object()
 MapKeys = Mapping[str, Sequence[str]] | ListTypes | None
 
@@ -46,11 +63,12 @@ class Conflict(NamedTuple):
     api_version: str
     operation: str = "Update"
     subresource: str = ""
+    path: FieldPath = ()
 
     @property
     def manager_description(self) -> str:
         """apimachinery's printManager: the API version is shown for Update managers only."""
-        text = json.dumps(self.manager)
+        text = json.dumps(self.manager, ensure_ascii=False)
         if self.subresource:
             text += f" with subresource {json.dumps(self.subresource)}"
         if self.operation == "Update":
@@ -141,6 +159,126 @@ def _decode_entries(managed_fields: Iterable[Mapping[str, Any]] | None) -> list[
     return list(entries.values())
 
 
+def incoming_entries(
+    requested: Any, live: list[dict[str, Any]] | None, subresource: str
+) -> list[dict[str, Any]]:
+    """The managedFields a non-apply write starts from: kube's decodeLiveOrNew.
+
+    A client may write managedFields (kubectl's client-side to server-side apply upgrade
+    replaces them with a JSON patch). They are taken when they decode; a body without them, with
+    an empty list (which kube's ObjectMeta round trip drops) or with entries that do not decode
+    keeps the live ones, so clients unaware of the field never lose them. A list of one empty
+    entry, ``[{}]``, resets them. Writes to a subresource never change them.
+    """
+    live = list(live or [])
+    if subresource or requested is None:
+        return live
+    if not isinstance(requested, list) or not requested:
+        return live
+    if requested == [{}]:
+        return []
+    if not all(_decodes(entry) for entry in requested):
+        return live
+    return [dict(entry) for entry in requested]
+
+
+def _decodes(entry: Any) -> bool:
+    """Whether kube's DecodeManagedFields takes the entry (operation, apiVersion, FieldsV1)."""
+    if not isinstance(entry, dict):
+        return False
+    if entry.get("operation") not in OPERATIONS:
+        return False
+    if not isinstance(entry.get("apiVersion"), str) or not entry["apiVersion"]:
+        return False
+    if entry.get("fieldsType") != "FieldsV1":
+        return False
+    for key in ("manager", "subresource", "time"):
+        if entry.get(key) is not None and not isinstance(entry[key], str):
+            return False
+    return _valid_trie(entry.get("fieldsV1", {}))
+
+
+def _valid_trie(trie: Any) -> bool:
+    """A FieldsV1 trie: maps whose keys are ``.`` or a path element, to depth 128."""
+    pending: list[tuple[Any, int]] = [(trie, 0)]
+    while pending:
+        node, depth = pending.pop()
+        if not isinstance(node, dict) or depth > _FIELDS_V1_MAX_DEPTH:
+            return False
+        for key, child in node.items():
+            if key == ".":
+                if child != {}:
+                    return False
+                continue
+            if not _valid_element(key):
+                return False
+            pending.append((child, depth + 1))
+    return True
+
+
+def _valid_element(key: str) -> bool:
+    kind, body = key[:2], key[2:]
+    if kind == "f:":
+        return True
+    if kind in ("k:", "v:", "i:"):
+        try:
+            value = json.loads(body)
+        except ValueError:
+            return False
+        if kind == "k:":
+            return isinstance(value, dict)
+        if kind == "i:":
+            return isinstance(value, int) and not isinstance(value, bool)
+        return True
+    return False
+
+
+def validation_errors(entries: Sequence[Mapping[str, Any]]) -> list[FieldError]:
+    """apimachinery's ValidateManagedFields on what a write would store."""
+    problems: list[FieldError] = []
+    for index, entry in enumerate(entries):
+        at = f"metadata.managedFields[{index}]"
+        operation = entry.get("operation", "")
+        if operation not in OPERATIONS:
+            problems.append(
+                fielderrors.invalid(f"{at}.operation", operation, "must be `Apply` or `Update`")
+            )
+        fields_type = entry.get("fieldsType") or ""
+        if fields_type and fields_type != "FieldsV1":
+            problems.append(
+                fielderrors.invalid(f"{at}.fieldsType", fields_type, "must be `FieldsV1`")
+            )
+        manager = str(entry.get("manager") or "")
+        problems.extend(manager_errors(manager, f"{at}.manager"))
+        subresource = str(entry.get("subresource") or "")
+        if len(subresource.encode()) > SUBRESOURCE_MAX_LENGTH:
+            problems.append(fielderrors.too_long(f"{at}.subresource", SUBRESOURCE_MAX_LENGTH))
+    return problems
+
+
+def manager_errors(manager: str, field: str) -> list[FieldError]:
+    """apimachinery's ValidateFieldManager: at most 128 bytes, printable characters only."""
+    problems: list[FieldError] = []
+    if len(manager.encode()) > MANAGER_MAX_LENGTH:
+        problems.append(fielderrors.too_long(field, MANAGER_MAX_LENGTH))
+    for index, char in enumerate(manager):
+        if not char.isprintable():
+            position = len(manager[:index].encode())  # Go ranges over a string by byte offset
+            problems.append(
+                fielderrors.invalid(
+                    field,
+                    manager,
+                    f"invalid character {_go_unicode(char)} (at position {position})",
+                )
+            )
+    return problems
+
+
+def _go_unicode(char: str) -> str:
+    """Go's %#U: U+0007 (without the quoted glyph, which non-printables do not get)."""
+    return f"U+{ord(char):04X}"
+
+
 def _encode_entries(entries: Iterable[_Entry]) -> list[dict[str, Any]]:
     kept = [e for e in entries if e.fields]
     # kube's sortEncodedManagedFields: operation, then time, manager, apiVersion, subresource.
@@ -180,6 +318,8 @@ def record_update(
 
     The manager takes the fields it added or changed from everyone; removed fields leave every
     entry; entries left empty are dropped. A write that changes nothing leaves ownership alone.
+    ``managed_fields`` are the entries the write starts from: the live ones, or those the
+    request carries (`incoming_entries` decides, as kube's decodeLiveOrNew).
     """
     types = list_types(list_map_keys)
     changed, removed = _diff(object_fields(old_obj, types), object_fields(new_obj, types))
@@ -216,7 +356,94 @@ def apply(
     returned entries there) and the new managedFields. Raises ``ApplyConflict`` when another
     manager owns a field whose value would change and ``force`` is false. ``subresource``
     "status" applies status only; the main resource ignores status, as kube's reset fields do.
+
+    For manager ``kubectl`` (kube's lastAppliedManager and lastAppliedUpdater): conflicts on
+    fields that the last-applied annotation of a client-side apply names, with the value still
+    live, are no conflicts (the applier takes them over), and when the object keeps the
+    annotation it is rewritten to the applied configuration, so a later client-side apply
+    computes its patch from what was really applied.
     """
+    managed = list(managed_fields or [])
+    args = (live_obj, applied_obj, manager, managed, api_version, time, list_map_keys, subresource)
+    try:
+        merged, entries = _apply(*args, force)
+    except ApplyConflict as exc:
+        allowed = _taken_over_from_last_applied(live_obj, manager, api_version, list_map_keys)
+        if allowed is None:
+            raise
+        remaining = [c for c in exc.conflicts if c.path not in allowed]
+        if remaining:
+            raise ApplyConflict(remaining) from None
+        merged, entries = _apply(*args, True)
+    if manager == KUBECTL:
+        _keep_last_applied(merged, applied_obj)
+    return merged, entries
+
+
+def _taken_over_from_last_applied(
+    live_obj: Mapping[str, Any] | None, manager: str, api_version: str, list_map_keys: MapKeys
+) -> set[FieldPath] | None:
+    """The fields of the last-applied annotation whose value is the live one; None when there
+    is nothing to take over (another manager, no annotation, another API version)."""
+    if manager != KUBECTL or not live_obj:
+        return None
+    annotations = (live_obj.get("metadata") or {}).get("annotations") or {}
+    text = annotations.get(LAST_APPLIED) if isinstance(annotations, dict) else None
+    if not isinstance(text, str) or not text:
+        return None
+    try:
+        last = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(last, dict) or last.get("apiVersion") != api_version:
+        return None
+    types = list_types(list_map_keys)
+    live = object_fields(live_obj, types)
+    last_fields = object_fields(applied_config(last), types)
+    return {
+        path
+        for path, value in last_fields.items()
+        if value is not MAP and path in live and _same(live[path], value)
+    }
+
+
+def _keep_last_applied(merged: dict[str, Any], applied_obj: Mapping[str, Any]) -> None:
+    annotations = (merged.get("metadata") or {}).get("annotations")
+    if not isinstance(annotations, dict) or not annotations.get(LAST_APPLIED):
+        return
+    config = copy.deepcopy(dict(applied_obj))
+    config_annotations = (config.get("metadata") or {}).get("annotations")
+    if isinstance(config_annotations, dict):
+        config_annotations.pop(LAST_APPLIED, None)
+    annotations[LAST_APPLIED] = go_json(config) + "\n"
+
+
+def go_json(value: Any) -> str:
+    """JSON as Go's encoding/json writes an unstructured object: sorted keys, compact, and
+    <, >, & and the line separators escaped."""
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    for char, escaped in (
+        ("<", "\\u003c"),
+        (">", "\\u003e"),
+        ("&", "\\u0026"),
+        ("\u2028", "\\u2028"),
+        ("\u2029", "\\u2029"),
+    ):
+        text = text.replace(char, escaped)
+    return text
+
+
+def _apply(
+    live_obj: Mapping[str, Any] | None,
+    applied_obj: Mapping[str, Any],
+    manager: str,
+    managed_fields: list[Mapping[str, Any]],
+    api_version: str,
+    time: str,
+    list_map_keys: MapKeys,
+    subresource: str,
+    force: bool,
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     types = list_types(list_map_keys)
     config = applied_config(applied_obj, subresource)
     live = copy.deepcopy(dict(live_obj)) if live_obj is not None else {}
@@ -241,7 +468,7 @@ def apply(
     changed, removed = _diff(live_fields, object_fields(merged, types))
 
     conflicts = [
-        Conflict(path_string(path), e.manager, e.api_version, e.operation, e.subresource)
+        Conflict(path_string(path), e.manager, e.api_version, e.operation, e.subresource, path)
         for e in others
         for path in sorted(e.fields & changed)
     ]

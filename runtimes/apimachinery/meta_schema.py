@@ -111,5 +111,6 @@ OBJECT_META = obj(
         "array",
         "ManagedFields records field ownership for server-side apply.",
         items=MANAGED_FIELDS_ENTRY,
+        list_type="atomic",
     ),
 )

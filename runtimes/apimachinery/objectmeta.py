@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import secrets
 from datetime import UTC, datetime
+from typing import Any
 
 from runtimes.apimachinery import metadata_rules
 from runtimes.apimachinery.fielderrors import FieldError, forbidden, invalid, required
@@ -45,10 +46,25 @@ def spec_changed(new: Obj, old: Obj) -> bool:
 
 
 def unchanged(new: Obj, old: Obj) -> bool:
-    """A write that would store the same object writes nothing (and emits no event)."""
+    """A write that would store the same object writes nothing (and emits no event).
+
+    managedFields count except their timestamps (kube's ignoreManagedFieldsTimestamps): a
+    write that only changes who owns what is stored, one that only moves a time is not.
+    """
     new_meta = _without(new.get("metadata", {}), "resourceVersion", "managedFields")
     old_meta = _without(old.get("metadata", {}), "resourceVersion", "managedFields")
-    return new_meta == old_meta and _without(new, "metadata") == _without(old, "metadata")
+    return (
+        new_meta == old_meta
+        and _without(new, "metadata") == _without(old, "metadata")
+        and _untimed(new) == _untimed(old)
+    )
+
+
+def _untimed(obj: Obj) -> Any:
+    entries = obj.get("metadata", {}).get("managedFields") or []
+    if not isinstance(entries, list):
+        return entries
+    return [_without(e, "time") if isinstance(e, dict) else e for e in entries]
 
 
 def check_immutable(meta: Obj, old_meta: Obj) -> list[FieldError]:

@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from runtimes.apimachinery.fieldsets import ListKind, ListTypes
+
 
 @dataclass(frozen=True)
 class Field:
@@ -34,8 +36,13 @@ class Field:
     max_items: int | None = None
     minimum: int | float | None = None
     exclusive_minimum: bool = False
-    list_type: str = ""  # "set" (unique scalars) or "map" (unique by list_keys)
+    # x-kubernetes-list-type: "atomic" (one value), "set" (unique scalars) or "map" (unique by
+    # list_keys); server-side apply owns and merges a list by it. Every list declares one.
+    list_type: str = ""
     list_keys: tuple[str, ...] = ()
+    # x-kubernetes-map-type: "atomic" makes an object one value for server-side apply (kube's
+    # +structType=atomic selectors); empty is granular, field by field.
+    map_type: str = ""
     preserve_unknown: bool = False
     component: str = ""  # the OpenAPI component name when the node is shared or well known
 
@@ -51,6 +58,8 @@ def string(description: str, **constraints: Any) -> Field:
 
 
 def argv(description: str, **constraints: Any) -> Field:
+    # An argv is one value: its order is its meaning, so server-side apply owns it whole.
+    constraints.setdefault("list_type", "atomic")
     return Field("array", description, items=string("One argument."), **constraints)
 
 
@@ -136,6 +145,40 @@ def node_at(path: str, root: Field) -> Field | None:
             return None
         node = node.properties.get(segment)
     return node
+
+
+def merge_types(node: Field) -> ListTypes:
+    """What server-side apply needs from the schema: every list's type and keys and the atomic
+    maps, by dotted path (list items and map values do not add to the path)."""
+    lists: dict[str, tuple[ListKind, tuple[str, ...]]] = {}
+    atomic: set[str] = set()
+    free: set[str] = set()
+    deduced: set[str] = set()
+    # Iterative (the schema is ours, but walks stay bounded by construction).
+    pending: list[tuple[Field, str]] = [(node, "")]
+    while pending:
+        current, path = pending.pop()
+        if current.type == "array":
+            kind = current.list_type or "atomic"
+            if kind in ("atomic", "set", "map"):
+                lists[path] = (kind, current.list_keys)  # type: ignore[assignment]
+            if current.items is not None:
+                pending.append((current.items, path))
+        elif current.type in ("object", "map"):
+            if current.map_type == "atomic":
+                atomic.add(path)
+            if current.preserve_unknown:
+                deduced.add(path)
+            elif current.type == "map":
+                free.add(path)
+            for key, child in (current.properties or {}).items():
+                pending.append((child, child_path(path, key)))
+    return ListTypes(
+        lists=lists,
+        atomic_maps=frozenset(atomic),
+        free_maps=frozenset(free),
+        deduced=frozenset(deduced),
+    )
 
 
 def list_map_keys(node: Field, path: str = "") -> dict[str, tuple[str, ...]]:

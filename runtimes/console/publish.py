@@ -22,7 +22,7 @@ from runtimes.apimachinery.meta import Obj
 from runtimes.console import manifests
 from runtimes.console.authorization import requires
 from runtimes.console.runtime_page import NO_SUCH_RUNTIME, load
-from runtimes.registry import authorization, owner_admission
+from runtimes.registry import authorization, fieldmanager, owner_admission
 from runtimes.registry.kinds import TRAINING_RUNTIMES
 from runtimes.storage import store
 
@@ -85,8 +85,12 @@ def evaluate(
     if not access.allowed(request.user, verb, project):
         message = f"you may not {verb} runtimes in project {project!r}"
         return Verdict(False, [], message), None
-    # Who may set owner references is checked here as in the API.
-    admit = owner_admission.admission(request.user, TRAINING_RUNTIMES, project)
+    # Who may set owner references is checked here as in the API; the console's writes carry
+    # the user in their field manager (nodus-console:alice).
+    record = fieldmanager.recorder(
+        TRAINING_RUNTIMES, fieldmanager.console_manager(request.user.get_username()), ""
+    )
+    admit = owner_admission.admission(request.user, TRAINING_RUNTIMES, project, record)
     try:
         if original is None:
             result = store.create(

@@ -31,7 +31,7 @@ from runtimes.controller.oci.errors import ImageError, Transient
 from runtimes.controller.oci.reference import parse_reference
 from runtimes.controller.oci.sources import ImageSources
 from runtimes.controller.signing.cosign import TrustedKey
-from runtimes.registry import authorization
+from runtimes.registry import authorization, fieldmanager
 from runtimes.registry.kinds import lookup
 from runtimes.registry.resources import ResourceType
 from runtimes.storage import store
@@ -238,7 +238,14 @@ class Reconciler:
             self.account.user(), WRITE_STATUS, "PATCH", meta["namespace"], meta["name"], rt
         )
         try:
-            result = store.mutate(rt, meta["namespace"], meta["name"], change, subresource="status")
+            result = store.mutate(
+                rt,
+                meta["namespace"],
+                meta["name"],
+                change,
+                subresource="status",
+                on_prepared=fieldmanager.recorder(rt, fieldmanager.CONTROLLER, "status"),
+            )
         except errors.ApiError as exc:
             if exc.reason != "NotFound":
                 raise

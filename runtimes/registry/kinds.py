@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from runtimes.apimachinery.meta import GROUP, VERSION
-from runtimes.apimachinery.schema_nodes import list_map_keys
+from runtimes.apimachinery.schema_nodes import merge_types
 from runtimes.catalog.accelerators import ACCELERATOR_COLUMNS, accelerator_table_row
+from runtimes.registry.accelerator_schema import ACCELERATOR
 from runtimes.registry.resources import REGISTRY, ResourceType, register
 from runtimes.registry.strategy import Strategy
 from runtimes.registry.trainingruntime import schema
@@ -27,7 +28,7 @@ TRAINING_RUNTIMES = register(
         selectable_fields=schema.SELECTABLE_FIELDS,
         columns=trainingruntime.COLUMNS,
         subresources=("status", "compile"),
-        list_map_keys=list_map_keys(schema.TRAINING_RUNTIME),
+        field_types=merge_types(schema.TRAINING_RUNTIME),
     )
 )
 
@@ -48,6 +49,7 @@ ACCELERATORS = register(
         short_names=("acc",),
         categories=("nodus",),
         read_only=True,
+        field_types=merge_types(ACCELERATOR),
         columns=tuple(
             (c["name"], c["type"], c["description"], c["priority"], _accelerator_cell(index))
             for index, c in enumerate(ACCELERATOR_COLUMNS)

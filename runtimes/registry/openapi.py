@@ -17,7 +17,10 @@ from typing import Any
 import orjson
 
 from runtimes.apimachinery.meta import API_VERSION, GROUP, VERSION
+from runtimes.registry.accelerator_schema import ACCELERATOR
 from runtimes.registry.openapi_schemas import (
+    ACCELERATOR_GVK,
+    ACCELERATOR_LIST,
     GVK,
     META,
     RUNTIME,
@@ -155,6 +158,7 @@ def _operation(
     responses: Operation,
     params: list[Operation] | None = None,
     body: Operation | None = None,
+    gvk: dict[str, str] = GVK,
 ) -> Operation:
     op: Operation = {
         "tags": [_TAG],
@@ -162,7 +166,7 @@ def _operation(
         "operationId": f"{verb}{_OP_SUFFIX}{scope}",
         "responses": responses,
         "x-kubernetes-action": action,
-        "x-kubernetes-group-version-kind": dict(GVK),
+        "x-kubernetes-group-version-kind": dict(gvk),
     }
     if params:
         op["parameters"] = params
@@ -230,7 +234,32 @@ def _paths() -> dict[str, Any]:
         "offerings and the estimate, or the field errors that stop it.",
         "x-kubernetes-preserve-unknown-fields": True,
     }
+    accelerator, accelerators = ref(ACCELERATOR.component), f"{PREFIX}/accelerators"
     return {
+        # Accelerators are read-only and cluster-scoped: get, list and watch only.
+        accelerators: {
+            "get": _operation(
+                "list",
+                "list",
+                "Accelerator",
+                "list or watch Accelerators",
+                _responses(_ok(ref(ACCELERATOR_LIST), "200"), list_media),
+                _LIST_PARAMS,
+                gvk=ACCELERATOR_GVK,
+            ),
+            "parameters": [_PRETTY],
+        },
+        f"{accelerators}/{{name}}": {
+            "get": _operation(
+                "get",
+                "read",
+                "Accelerator",
+                "read the specified Accelerator",
+                _responses(_ok(accelerator, "200")),
+                gvk=ACCELERATOR_GVK,
+            ),
+            "parameters": [_path_param("name", "The name of the Accelerator."), _PRETTY],
+        },
         f"{PREFIX}/{PLURAL}": {
             "get": _operation(
                 "list",

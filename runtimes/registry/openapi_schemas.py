@@ -15,6 +15,8 @@ from typing import Any
 from runtimes.apimachinery.formats import FORMAT_PATTERNS, OPENAPI_FORMATS
 from runtimes.apimachinery.meta import GROUP, PRECONDITION_FIELDS, VERSION
 from runtimes.apimachinery.schema_nodes import Field
+from runtimes.registry.accelerator_schema import ACCELERATOR
+from runtimes.registry.accelerator_schema import KIND as ACCELERATOR_KIND
 from runtimes.registry.trainingruntime.schema import KIND, SELECTABLE_FIELDS, TRAINING_RUNTIME
 
 Schema = dict[str, Any]
@@ -23,6 +25,8 @@ RUNTIME = TRAINING_RUNTIME.component
 RUNTIME_LIST = f"dev.nodus.{VERSION}.{KIND}List"
 META = "io.k8s.apimachinery.pkg.apis.meta.v1."
 GVK = {"group": GROUP, "version": VERSION, "kind": KIND}
+ACCELERATOR_GVK = {**GVK, "kind": ACCELERATOR_KIND}
+ACCELERATOR_LIST = f"dev.nodus.{VERSION}.{ACCELERATOR_KIND}List"
 
 
 def ref(name: str) -> Schema:
@@ -69,6 +73,8 @@ def _schema(node: Field, components: dict[str, Schema]) -> Schema:
         out = _object(node, components)
     elif node.type == "map":
         out = {"type": "object"}
+        if node.map_type:
+            out["x-kubernetes-map-type"] = node.map_type
         if node.values is not None:
             out["additionalProperties"] = _schema(node.values, components)
     elif node.type == "array":
@@ -96,6 +102,8 @@ def _object(node: Field, components: dict[str, Schema]) -> Schema:
     out: Schema = {"type": "object"}
     if node.description:
         out["description"] = node.description
+    if node.map_type:
+        out["x-kubernetes-map-type"] = node.map_type
     if node.preserve_unknown:
         out["x-kubernetes-preserve-unknown-fields"] = True
         return out
@@ -227,6 +235,21 @@ def component_schemas() -> dict[str, Schema]:
             "metadata": {"allOf": [ref(META + "ListMeta")]},
         },
         "x-kubernetes-group-version-kind": [{**GVK, "kind": f"{KIND}List"}],
+    }
+    # Read-only Accelerators: kubectl explain finds them by their get and list paths' GVK.
+    _schema(ACCELERATOR, components)
+    components[ACCELERATOR.component]["x-kubernetes-group-version-kind"] = [dict(ACCELERATOR_GVK)]
+    components[ACCELERATOR_LIST] = {
+        "type": "object",
+        "description": f"{ACCELERATOR_KIND}List is a list of {ACCELERATOR_KIND}s.",
+        "required": ["items"],
+        "properties": {
+            "apiVersion": {"type": "string"},
+            "kind": {"type": "string"},
+            "items": {"type": "array", "items": ref(ACCELERATOR.component)},
+            "metadata": {"allOf": [ref(META + "ListMeta")]},
+        },
+        "x-kubernetes-group-version-kind": [dict(ACCELERATOR_GVK, kind=f"{ACCELERATOR_KIND}List")],
     }
     components.update(_meta_kinds())
     return components

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from runtimes.apimachinery.fieldsets import ListTypes
 from runtimes.registry.strategy import StatusStrategy, Strategy
 
 
@@ -31,8 +32,15 @@ class ResourceType:
     # Table columns: (name, type, description, priority, cell(obj) -> value).
     columns: tuple[tuple[str, str, str, int, Callable[[dict[str, Any]], Any]], ...] = ()
     subresources: tuple[str, ...] = field(default=())
-    # Lists of maps merged by key in server-side apply (all other lists are atomic).
+    # Lists of maps merged by key in server-side apply (all other lists are atomic); superseded
+    # by `field_types` when the kind has a schema.
     list_map_keys: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # Every list's and map's server-side apply type, from the schema (schema_nodes.merge_types).
+    field_types: ListTypes | None = None
+
+    @property
+    def merge_types(self) -> ListTypes:
+        return self.field_types or ListTypes(self.list_map_keys)
 
     @property
     def api_version(self) -> str:

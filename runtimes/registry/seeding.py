@@ -12,6 +12,7 @@ from typing import Any
 from runtimes.apimachinery import errors, yamlcodec
 from runtimes.apimachinery.meta import Obj
 from runtimes.catalog.accelerators import accelerator_objects
+from runtimes.registry import fieldmanager
 from runtimes.registry.kinds import lookup
 from runtimes.registry.resources import ResourceType
 from runtimes.storage import store
@@ -35,7 +36,13 @@ def upsert(rt: ResourceType, manifest: Obj) -> str:
     except errors.ApiError as exc:
         if exc.reason != "NotFound":
             raise
-        store.create(rt, namespace, manifest, field_validation="Strict")
+        store.create(
+            rt,
+            namespace,
+            manifest,
+            field_validation="Strict",
+            on_prepared=fieldmanager.recorder(rt, fieldmanager.SEED, ""),
+        )
         return "created"
 
     def change(obj: Obj) -> Obj:
@@ -47,7 +54,14 @@ def upsert(rt: ResourceType, manifest: Obj) -> str:
         obj["spec"] = manifest.get("spec")
         return obj
 
-    result = store.mutate(rt, namespace, meta["name"], change, field_validation="Strict")
+    result = store.mutate(
+        rt,
+        namespace,
+        meta["name"],
+        change,
+        field_validation="Strict",
+        on_prepared=fieldmanager.recorder(rt, fieldmanager.SEED, ""),
+    )
     return "updated" if result.changed else "unchanged"
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 import pytest
@@ -17,13 +18,19 @@ from runtimes.apimachinery.fieldsets import (
     path_string,
 )
 from runtimes.apimachinery.managedfields import (
+    KUBECTL,
+    LAST_APPLIED,
     ApplyConflict,
     Conflict,
     applied_config,
     apply,
     conflict_message,
+    go_json,
+    incoming_entries,
     record_update,
+    validation_errors,
 )
+from runtimes.apimachinery.schema_nodes import merge_types
 
 V1 = "nodus.dev/v1beta1"
 V2 = "nodus.dev/v1"
@@ -279,7 +286,9 @@ def test_it_conflicts_with_a_manager_that_changed_a_field_since() -> None:
             "field": ".spec.image",
         }
     ]
-    assert error.conflicts == [Conflict(".spec.image", "kubectl-client-side-apply", V1)]
+    assert error.conflicts == [
+        Conflict(".spec.image", "kubectl-client-side-apply", V1, path=("f:spec", "f:image"))
+    ]
 
 
 def test_it_lets_force_take_ownership() -> None:
@@ -483,3 +492,240 @@ def test_it_formats_conflict_messages_for_subresources() -> None:
         'Apply failed with 1 conflict: conflict with "ctl" with subresource "status" '
         "using nodus.dev/v1beta1: .status.phase"
     )
+
+
+# Types from the schema -----------------------------------------------------------------------
+
+SCHEMA_TYPES = ListTypes(
+    lists={
+        "spec.modes": ("set", ()),
+        "spec.outputs": ("map", ("name",)),
+        "spec.args": ("atomic", ()),
+    },
+    atomic_maps=frozenset({"spec.selector"}),
+    deduced=frozenset({"spec.parameters"}),
+)
+
+
+def typed_apply(live: Any, config: Any, manager: str, force: bool = False, **kw: Any):
+    managed = (live or {}).get("metadata", {}).get("managedFields", [])
+    return apply(
+        live,
+        config,
+        manager,
+        force,
+        managed,
+        kw.pop("api_version", V1),
+        kw.pop("time", T1),
+        list_map_keys=SCHEMA_TYPES,
+        **kw,
+    )
+
+
+def test_a_set_declared_by_the_schema_is_owned_item_by_item() -> None:
+    merged, managed = typed_apply(None, manifest(modes=["Train"]), "alice", time=T0)
+    merged, managed = typed_apply(stored(merged, managed), manifest(modes=["Evaluate"]), "bob")
+    assert merged["spec"]["modes"] == ["Train", "Evaluate"]
+    assert by_manager(managed)["bob", "Apply"]["fieldsV1"]["f:spec"]["f:modes"] == {
+        'v:"Evaluate"': {}
+    }
+    # Alice drops hers: Bob's stays.
+    merged, _ = typed_apply(stored(merged, managed), manifest(), "alice", time=T2)
+    assert merged["spec"]["modes"] == ["Evaluate"]
+
+
+def test_an_undeclared_list_is_atomic_whatever_its_items() -> None:
+    merged, managed = apply(None, manifest(modes=["Train"]), "alice", False, [], V1, T0)
+    live = stored(merged, managed)
+    with pytest.raises(ApplyConflict) as caught:
+        apply(live, manifest(modes=["Evaluate"]), "bob", False, managed, V1, T1)
+    assert [c.field for c in caught.value.conflicts] == [".spec.modes"]
+
+
+def test_an_atomic_map_is_owned_and_replaced_whole() -> None:
+    config = manifest(selector={"team": "a", "tier": "gold"})
+    merged, managed = typed_apply(None, config, "alice", time=T0)
+    assert by_manager(managed)["alice", "Apply"]["fieldsV1"]["f:spec"]["f:selector"] == {}
+    live = stored(merged, managed)
+    with pytest.raises(ApplyConflict) as caught:
+        typed_apply(live, manifest(selector={"team": "a"}), "bob")
+    assert [c.field for c in caught.value.conflicts] == [".spec.selector"]
+    # Forced, Bob's map replaces Alice's whole (a granular map would have kept "tier").
+    merged, managed = typed_apply(live, manifest(selector={"team": "b"}), "bob", force=True)
+    assert merged["spec"]["selector"] == {"team": "b"}
+    assert "f:selector" not in by_manager(managed)["alice", "Apply"]["fieldsV1"]["f:spec"]
+
+
+def test_keys_of_an_open_map_are_members_of_their_own() -> None:
+    config = manifest(parameters={"properties": {"lr": {"type": "number"}}})
+    _, managed = typed_apply(None, config, "alice", time=T0)
+    parameters = by_manager(managed)["alice", "Apply"]["fieldsV1"]["f:spec"]["f:parameters"]
+    assert parameters == {
+        "f:properties": {".": {}, "f:lr": {".": {}, "f:type": {}}},
+    }
+
+
+def test_force_moves_only_the_conflicting_fields() -> None:
+    merged, managed = typed_apply(None, manifest(outputs=[{"name": "a", "path": "/a"}]), "alice")
+    live = stored(merged, managed)
+    config = manifest(outputs=[{"name": "a", "path": "/b"}])
+    merged, managed = typed_apply(live, config, "bob", force=True, time=T2)
+    alice = by_manager(managed)["alice", "Apply"]["fieldsV1"]["f:spec"]
+    assert alice["f:outputs"] == {'k:{"name":"a"}': {".": {}, "f:name": {}}}
+    assert "f:task" in alice  # the same value: co-owned, not taken
+
+
+# Client-side apply to server-side apply --------------------------------------------------------
+
+
+def _client_side(config: dict[str, Any]) -> dict[str, Any]:
+    annotated = copy.deepcopy(config)
+    annotated["metadata"]["annotations"] = {LAST_APPLIED: json.dumps(config)}
+    managed = record_update([], "kubectl-client-side-apply", "Update", V1, None, annotated, "", T0)
+    return stored(annotated, managed)
+
+
+def test_kubectl_takes_over_fields_whose_value_matches_the_last_applied_annotation() -> None:
+    live = _client_side(manifest())
+    changed = manifest(task="DPO")
+    with pytest.raises(ApplyConflict):
+        do_apply(live, changed, manager="someone")
+    merged, managed = do_apply(live, changed, manager=KUBECTL)
+    assert merged["spec"]["task"] == "DPO"
+    assert "f:task" in by_manager(managed)["kubectl", "Apply"]["fieldsV1"]["f:spec"]
+    # The annotation now records what kubectl applied, as Go would encode it.
+    annotation = merged["metadata"]["annotations"][LAST_APPLIED]
+    assert annotation.endswith("}\n")
+    assert json.loads(annotation)["spec"]["task"] == "DPO"
+
+
+def test_kubectl_conflicts_on_fields_changed_since_the_client_side_apply() -> None:
+    live = _client_side(manifest())
+    live["spec"]["image"] = "edited"
+    live["metadata"]["managedFields"] = record_update(
+        live["metadata"]["managedFields"],
+        "kubectl-edit",
+        "Update",
+        V1,
+        _client_side(manifest()),
+        live,
+        "",
+        T1,
+    )
+    with pytest.raises(ApplyConflict) as caught:
+        do_apply(live, manifest(task="DPO"), manager=KUBECTL, time=T2)
+    assert [(c.manager, c.field) for c in caught.value.conflicts] == [
+        ("kubectl-edit", ".spec.image")
+    ]
+
+
+def test_it_writes_json_as_go_does() -> None:
+    assert go_json({"b": "<&>", "a": [1, 2.5], "c": "é\u2028"}) == (
+        '{"a":[1,2.5],"b":"\\u003c\\u0026\\u003e","c":"é\\u2028"}'
+    )
+
+
+# managedFields written by clients -------------------------------------------------------------
+
+LIVE = [
+    {
+        "manager": "alice",
+        "operation": "Apply",
+        "apiVersion": V1,
+        "time": T0,
+        "fieldsType": "FieldsV1",
+        "fieldsV1": {"f:spec": {"f:task": {}}},
+    }
+]
+
+
+def test_it_takes_managed_fields_a_client_writes_when_they_decode() -> None:
+    written = [dict(LIVE[0], manager="kubectl")]
+    assert incoming_entries(written, LIVE, "") == written
+    assert incoming_entries(None, LIVE, "") == LIVE  # not sent: the live ones
+    assert incoming_entries([], LIVE, "") == LIVE  # empty: kube's round trip drops it
+    assert incoming_entries([{}], LIVE, "") == []  # one empty entry: reset
+    assert incoming_entries(written, LIVE, "status") == LIVE  # never through a subresource
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"operation": "Patch"},
+        {"apiVersion": ""},
+        {"fieldsType": None},
+        {"fieldsType": "FieldsV2"},
+        {"fieldsV1": {"x:bad": {}}},
+        {"fieldsV1": {"k:not-json": {}}},
+        {"fieldsV1": {"f:spec": []}},
+        {"manager": 7},
+    ],
+)
+def test_it_keeps_the_live_entries_when_written_ones_do_not_decode(change: dict) -> None:
+    written = [{**LIVE[0], **change}]
+    assert incoming_entries(written, LIVE, "") == LIVE
+
+
+def test_it_validates_entries_as_apimachinery_does() -> None:
+    assert validation_errors(LIVE) == []
+    problems = validation_errors(
+        [
+            dict(LIVE[0], manager="m" * 129),
+            dict(LIVE[0], manager="bell\a", subresource="s" * 257),
+            dict(LIVE[0], operation="Patch", fieldsType="FieldsV2"),
+        ]
+    )
+    assert [(p.field, p.message) for p in problems] == [
+        ("metadata.managedFields[0].manager", "Too long: may not be more than 128 bytes"),
+        (
+            "metadata.managedFields[1].manager",
+            'Invalid value: "bell\\u0007": invalid character U+0007 (at position 4)',
+        ),
+        ("metadata.managedFields[1].subresource", "Too long: may not be more than 256 bytes"),
+        (
+            "metadata.managedFields[2].operation",
+            'Invalid value: "Patch": must be `Apply` or `Update`',
+        ),
+        ("metadata.managedFields[2].fieldsType", 'Invalid value: "FieldsV2": must be `FieldsV1`'),
+    ]
+
+
+def test_every_list_of_both_kinds_declares_its_type() -> None:
+    from runtimes.apimachinery.schema_nodes import Field
+    from runtimes.registry.accelerator_schema import ACCELERATOR
+    from runtimes.registry.trainingruntime.schema import TRAINING_RUNTIME
+
+    for root in (TRAINING_RUNTIME, ACCELERATOR):
+        pending: list[tuple[Field, str]] = [(root, "")]
+        while pending:
+            node, path = pending.pop()
+            if node.type == "array":
+                assert node.list_type in ("atomic", "set", "map"), path
+                assert bool(node.list_keys) == (node.list_type == "map"), path
+            children = [*node.properties.items()]
+            if node.items is not None:
+                children.append(("[]", node.items))
+            pending.extend((child, f"{path}.{key}") for key, child in children)
+    types = merge_types(TRAINING_RUNTIME)
+    assert types.declared("spec.modes") == "set"
+    assert types.declared("spec.defaults.sidecars.env") == "map"
+    assert types.atomic_map("spec.defaults.sidecars.env.valueFrom.secretKeyRef")
+    assert types.free("spec.parameters.properties")
+
+
+def test_an_update_that_creates_a_list_of_items_owns_the_list_too() -> None:
+    created = manifest(outputs=[{"name": "a", "path": "/a"}], modes=["Train"])
+    created["metadata"]["finalizers"] = ["nodus.dev/x"]
+    [entry] = record_update(
+        [], "creator", "Update", V1, None, created, "", T0, list_map_keys=SCHEMA_TYPES
+    )
+    fields = entry["fieldsV1"]
+    assert fields["f:metadata"]["f:finalizers"] == {".": {}, 'v:"nodus.dev/x"': {}}
+    assert fields["f:spec"]["f:modes"] == {".": {}, 'v:"Train"': {}}
+    assert fields["f:spec"]["f:outputs"] == {
+        ".": {},
+        'k:{"name":"a"}': {".": {}, "f:name": {}, "f:path": {}},
+    }
+    # An applier's set never holds the list itself, only its items.
+    _, managed = typed_apply(None, created, "applier")
+    assert "." not in by_manager(managed)["applier", "Apply"]["fieldsV1"]["f:spec"]["f:modes"]

@@ -229,6 +229,9 @@ def test_it_explains_fields_from_the_openapi_document(kc: Kc) -> None:
     recursive = ok(kubectl("explain", "tr", "--recursive")).stdout
     for field in ("spec", "image", "presets", "secondsPerStep", "status", "observedGeneration"):
         assert field in recursive, field
+    offerings = ok(kubectl("explain", "accelerators.spec.offerings")).stdout
+    assert "KIND:       Accelerator" in offerings
+    assert "FIELD: offerings <[]AcceleratorOffering>" in offerings
 
 
 def test_it_applies_client_side_three_times(kc: Kc, tmp_path: Path) -> None:
@@ -270,6 +273,46 @@ def test_it_applies_server_side_with_conflicts_and_force(kc: Kc, tmp_path: Path)
     managed = ok(kubectl("get", "tr", "ssa", "--show-managed-fields", "-o", "json")).stdout
     managers = {e["manager"]: e for e in json.loads(managed)["metadata"]["managedFields"]}
     assert managers["kubectl"]["operation"] == "Apply"
+
+
+def _entries(kubectl: Kubectl, name: str) -> dict[tuple[str, str], dict[str, Any]]:
+    shown = ok(kubectl("get", "tr", name, "--show-managed-fields", "-o", "json")).stdout
+    entries = json.loads(shown)["metadata"].get("managedFields", [])
+    return {(e["manager"], e["operation"]): e for e in entries}
+
+
+def test_it_moves_from_client_side_to_server_side_apply(kc: Kc, tmp_path: Path) -> None:
+    """kubectl upgrades the client-side apply entry to its Apply entry (csaupgrade, a JSON patch
+    of managedFields) before applying server-side: no conflict, and kubectl owns the fields."""
+    kubectl = kc()
+    manifest = runtime_manifest("migrate", launcher="Torchrun")
+    ok(kubectl("apply", "-f", write(tmp_path, manifest)))
+    assert ("kubectl-client-side-apply", "Update") in _entries(kubectl, "migrate")
+
+    manifest["spec"]["task"] = "DPO"
+    manifest["metadata"]["labels"]["tier"] = "gold"
+    applied = ok(kubectl("apply", "--server-side", "-f", write(tmp_path, manifest)))
+    assert applied.stdout.strip() == "trainingruntime.nodus.dev/migrate serverside-applied"
+    entries = _entries(kubectl, "migrate")
+    assert ("kubectl-client-side-apply", "Update") not in entries
+    owned = entries["kubectl", "Apply"]["fieldsV1"]
+    for name in ("f:image", "f:task", "f:command", "f:launcher"):
+        assert name in owned["f:spec"], name
+    assert {"f:app", "f:tier"} <= set(owned["f:metadata"]["f:labels"])
+    obj = get(kubectl, "migrate")
+    assert obj["spec"]["task"] == "DPO"
+    assert obj["metadata"]["labels"]["tier"] == "gold"
+
+    # kubectl now owns what the manifest had: dropping a field removes it.
+    del manifest["spec"]["launcher"]
+    del manifest["metadata"]["labels"]["tier"]
+    ok(kubectl("apply", "--server-side", "-f", write(tmp_path, manifest)))
+    obj = get(kubectl, "migrate")
+    assert obj["spec"]["launcher"] == "Plain"  # gone, so defaulted again
+    assert "tier" not in obj["metadata"]["labels"]
+    assert (
+        "f:launcher" not in _entries(kubectl, "migrate")["kubectl", "Apply"]["fieldsV1"]["f:spec"]
+    )
 
 
 def test_it_edits_with_the_users_editor(kc: Kc, tmp_path: Path) -> None:

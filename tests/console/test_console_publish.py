@@ -75,6 +75,14 @@ def test_it_publishes_and_lands_on_the_status_tab(actors: dict[str, Any]) -> Non
     assert stored["status"]["phase"] == "Pending"
 
 
+def test_it_records_the_publishing_user_as_the_field_manager(actors: dict[str, Any]) -> None:
+    client = client_for(actors["alice"])
+    client.post("/publish", {"project": "demo", "manifest": STARTER})
+    [entry] = store.get(TRAINING_RUNTIMES, "demo", "my-runtime")["metadata"]["managedFields"]
+    assert (entry["manager"], entry["operation"]) == ("nodus-console:alice", "Update")
+    assert "f:image" in entry["fieldsV1"]["f:spec"]
+
+
 def test_it_refuses_publishing_to_a_project_the_user_cannot_write(actors: dict[str, Any]) -> None:
     from runtimes.storage.models import Project
 

@@ -17,6 +17,7 @@ from runtimes.controller.seed_images import IMAGE_USER_ANNOTATION, ensure_key_pa
 from runtimes.controller.settings import from_django
 from runtimes.controller.signing.cosign import TrustedKey, verify_image
 from runtimes.registry import seeding
+from runtimes.registry.kinds import lookup
 from runtimes.storage import store
 from runtimes.storage.models import Event, Project
 
@@ -65,6 +66,13 @@ def test_seed_then_one_pass_makes_the_catalog_ready_and_verified_by_the_data_dir
         ), name
         assert verified["reason"] == "SignatureVerified"
         assert status["imageUser"] == users[name]
+        # The seed and the controller record themselves as the managers of what they wrote.
+        entries = {
+            (e["manager"], e.get("subresource", "")): e for e in obj["metadata"]["managedFields"]
+        }
+        assert entries["nodus-seed", ""]["operation"] == "Update"
+        assert "f:image" in entries["nodus-seed", ""]["fieldsV1"]["f:spec"]
+        assert set(entries["nodus-controller", "status"]["fieldsV1"]) == {"f:status"}
         assert obj["spec"]["image"].endswith("@" + status["imageDigest"])
     example = store.get(rt, "demo", "tiny-sft")
     assert example["status"]["phase"] == "Ready"
@@ -100,6 +108,12 @@ def test_seed_can_leave_the_images_as_written(data_dir: Path) -> None:
 
     obj = store.get(runtime_type(), "nodus", "sft-qwen3")
     assert obj["spec"]["image"].endswith("0" * 63 + "1")
+    [entry] = obj["metadata"]["managedFields"]
+    assert (entry["manager"], entry["operation"]) == ("nodus-seed", "Update")
+    accelerator = store.list_objects(lookup("accelerators"), None)[0][0]
+    assert [e["manager"] for e in accelerator["metadata"]["managedFields"]] == ["nodus-seed"]
+    offerings = accelerator["metadata"]["managedFields"][0]["fieldsV1"]["f:spec"]["f:offerings"]
+    assert all(key.startswith('k:{"count":') for key in offerings)
     assert not (data_dir / "oci-layout").exists()
     assert not (data_dir / "keys").exists()
 

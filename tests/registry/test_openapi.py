@@ -65,6 +65,13 @@ def test_it_has_the_paths_kubectl_uses() -> None:
         NS + "/{name}",
         NS + "/{name}/status",
         NS + "/{name}/compile",
+        # Read-only Accelerators: get, list and watch (kubectl explain finds a kind by them).
+        "/apis/nodus.dev/v1beta1/accelerators",
+        "/apis/nodus.dev/v1beta1/accelerators/{name}",
+    }
+    assert set(DOC["paths"]["/apis/nodus.dev/v1beta1/accelerators/{name}"]) == {
+        "get",
+        "parameters",
     }
     assert set(DOC["paths"][NS + "/{name}"]) >= {"get", "put", "patch", "delete"}
     assert set(DOC["paths"][NS]) >= {"get", "post", "delete"}
@@ -73,7 +80,8 @@ def test_it_has_the_paths_kubectl_uses() -> None:
 def test_it_puts_a_gvk_object_and_an_action_on_every_operation() -> None:
     actions = set()
     for path, verb, op in _operations():
-        assert op["x-kubernetes-group-version-kind"] == GVK, (path, verb)
+        kind = "Accelerator" if "/accelerators" in path else "TrainingRuntime"
+        assert op["x-kubernetes-group-version-kind"] == {**GVK, "kind": kind}, (path, verb)
         actions.add(op["x-kubernetes-action"])
     assert actions == {"list", "post", "get", "put", "patch", "delete", "deletecollection"}
 
@@ -111,7 +119,7 @@ def test_it_declares_list_and_watch_params_on_list_operations() -> None:
         "sendInitialEvents",
     }
     lists = [(p, op) for p, verb, op in _operations() if op["x-kubernetes-action"] == "list"]
-    assert len(lists) == 2
+    assert len(lists) == 3
     for path, op in lists:
         assert _params(path, op) >= wanted
         assert "application/json;stream=watch" in op["responses"]["200"]["content"]

@@ -10,6 +10,7 @@ field help are all generated from it. Rules that need more than one field live i
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from runtimes.apimachinery import schema_nodes
@@ -108,12 +109,17 @@ ENV_VAR = obj(
         "ValueFrom names where the value comes from instead of a literal.",
         _v1beta1("EnvVarSource"),
         ("secretKeyRef",),
-        secretKeyRef=obj(
-            "SecretKeyRef selects one key of a Secret in the job's project.",
-            _v1beta1("SecretKeySelector"),
-            ("name", "key"),
-            name=string("Name is the Secret.", min_length=1, format="dns-subdomain"),
-            key=string("Key is the key within the Secret.", min_length=1, format="secret-key"),
+        # One value, as kube's SecretKeySelector (+structType=atomic): a manager that sets it
+        # owns both keys, so two appliers cannot leave the name of one and the key of another.
+        secretKeyRef=replace(
+            obj(
+                "SecretKeyRef selects one key of a Secret in the job's project.",
+                _v1beta1("SecretKeySelector"),
+                ("name", "key"),
+                name=string("Name is the Secret.", min_length=1, format="dns-subdomain"),
+                key=string("Key is the key within the Secret.", min_length=1, format="secret-key"),
+            ),
+            map_type="atomic",
         ),
     ),
 )
@@ -131,7 +137,13 @@ SIDECAR = obj(
         format="image-ref",
     ),
     command=argv("Command is the sidecar's argv; when unset the image's entrypoint runs."),
-    env=Field("array", "Env adds environment variables.", items=ENV_VAR),
+    env=Field(
+        "array",
+        "Env adds environment variables, one per name.",
+        items=ENV_VAR,
+        list_type="map",
+        list_keys=("name",),
+    ),
     startupTimeout=string(
         "StartupTimeout bounds how long the sidecar may take to become ready, e.g. 5m.",
         format="duration",
@@ -227,6 +239,9 @@ SPEC = obj(
             ),
             resources=RESOURCES,
         ),
+        # Atomic: its key would be (model, method, quantization), and quantization is optional
+        # without a default, which a map-list key may not be. Server-side apply owns it whole.
+        list_type="atomic",
     ),
     estimate=obj(
         "Estimate holds step and task times measured by the nightly runs, keyed by accelerator "
