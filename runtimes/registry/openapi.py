@@ -17,20 +17,20 @@ from typing import Any
 import orjson
 
 from runtimes.apimachinery.meta import API_VERSION, GROUP, VERSION
+from runtimes.registry.kinds import all_kinds
 from runtimes.registry.openapi_schemas import (
-    GVK,
     META,
-    RUNTIME,
-    RUNTIME_LIST,
+    component,
     component_schemas,
+    gvk,
+    list_component,
     ref,
 )
-from runtimes.registry.trainingruntime.schema import KIND, PLURAL
+from runtimes.registry.resources import ResourceType
 
 Operation = dict[str, Any]
 GV_PATH = f"apis/{GROUP}/{VERSION}"
 PREFIX = f"/apis/{GROUP}/{VERSION}"
-NAMESPACED = f"{PREFIX}/namespaces/{{namespace}}/{PLURAL}"
 PATCH_MEDIA_TYPES = (
     "application/json-patch+json",
     "application/merge-patch+json",
@@ -139,6 +139,7 @@ def _responses(
 
 
 def _operation(
+    kind: str,
     action: str,
     verb: str,
     scope: str,
@@ -153,7 +154,7 @@ def _operation(
         "operationId": f"{verb}{_OP_SUFFIX}{scope}",
         "responses": responses,
         "x-kubernetes-action": action,
-        "x-kubernetes-group-version-kind": dict(GVK),
+        "x-kubernetes-group-version-kind": gvk(kind),
     }
     if params:
         op["parameters"] = params
@@ -162,8 +163,21 @@ def _operation(
     return op
 
 
+def _documented() -> list[ResourceType]:
+    """The kinds the document describes: those with a schema (the read-only catalog has none)."""
+    return [rt for rt in all_kinds() if rt.schema is not None]
+
+
 def _paths() -> dict[str, Any]:
-    runtime, runtime_list = ref(RUNTIME), ref(RUNTIME_LIST)
+    paths: dict[str, Any] = {}
+    for rt in _documented():
+        paths.update(_kind_paths(rt))
+    return paths
+
+
+def _kind_paths(rt: ResourceType) -> dict[str, Any]:
+    namespaced = f"{PREFIX}/namespaces/{{namespace}}/{rt.plural}"
+    runtime, runtime_list = ref(component(rt)), ref(list_component(rt))
     list_media = (*_BODY_MEDIA_TYPES, "application/json;stream=watch")
     body = {"required": True, **_content(runtime)}
     patch_body = {
@@ -171,15 +185,16 @@ def _paths() -> dict[str, Any]:
         **_content({"type": "object", "description": "The patch."}, PATCH_MEDIA_TYPES),
     }
     namespace = _path_param("namespace", "The project (namespace) of the objects.")
-    name = _path_param("name", f"The name of the {KIND}.")
-    ns_scope, kind = f"Namespaced{KIND}", KIND
+    name = _path_param("name", f"The name of the {rt.kind}.")
+    ns_scope = f"Namespaced{rt.kind}"
 
     def item_ops(scope: str, what: str) -> dict[str, Operation]:
         return {
             "get": _operation(
-                "get", "read", scope, f"read the {what}", _responses(_ok(runtime, "200"))
+                rt.kind, "get", "read", scope, f"read the {what}", _responses(_ok(runtime, "200"))
             ),
             "put": _operation(
+                rt.kind,
                 "put",
                 "replace",
                 scope,
@@ -189,6 +204,7 @@ def _paths() -> dict[str, Any]:
                 body,
             ),
             "patch": _operation(
+                rt.kind,
                 "patch",
                 "patch",
                 scope,
@@ -199,12 +215,13 @@ def _paths() -> dict[str, Any]:
             ),
         }
 
-    item = item_ops(ns_scope, f"specified {KIND}")
+    item = item_ops(ns_scope, f"specified {rt.kind}")
     item["delete"] = _operation(
+        rt.kind,
         "delete",
         "delete",
         ns_scope,
-        f"delete a {KIND}",
+        f"delete a {rt.kind}",
         _responses(_ok(ref(META + "Status"), "200", "202")),
         _DELETE_PARAMS,
         {**_content(ref(META + "DeleteOptions"))},
@@ -221,54 +238,62 @@ def _paths() -> dict[str, Any]:
         "offerings and the estimate, or the field errors that stop it.",
         "x-kubernetes-preserve-unknown-fields": True,
     }
-    return {
-        f"{PREFIX}/{PLURAL}": {
+    paths: dict[str, Any] = {
+        f"{PREFIX}/{rt.plural}": {
             "get": _operation(
+                rt.kind,
                 "list",
                 "list",
-                f"{kind}ForAllNamespaces",
-                f"list or watch {KIND}s in every project",
+                f"{rt.kind}ForAllNamespaces",
+                f"list or watch {rt.kind}s in every project",
                 _responses(_ok(runtime_list, "200"), list_media),
                 _LIST_PARAMS,
             ),
             "parameters": [_PRETTY],
         },
-        NAMESPACED: {
+        namespaced: {
             "get": _operation(
+                rt.kind,
                 "list",
                 "list",
                 ns_scope,
-                f"list or watch {KIND}s",
+                f"list or watch {rt.kind}s",
                 _responses(_ok(runtime_list, "200"), list_media),
                 _LIST_PARAMS,
             ),
             "post": _operation(
+                rt.kind,
                 "post",
                 "create",
                 ns_scope,
-                f"create a {KIND}",
+                f"create a {rt.kind}",
                 _responses(_ok(runtime, "200", "201", "202")),
                 _WRITE_PARAMS,
                 body,
             ),
             "delete": _operation(
+                rt.kind,
                 "deletecollection",
                 "deletecollection",
                 ns_scope,
-                f"delete a collection of {KIND}s",
+                f"delete a collection of {rt.kind}s",
                 _responses(_ok(ref(META + "Status"), "200")),
                 [*_LIST_PARAMS, *_DELETE_PARAMS],
                 {**_content(ref(META + "DeleteOptions"))},
             ),
             "parameters": [namespace, _PRETTY],
         },
-        f"{NAMESPACED}/{{name}}": {**item, "parameters": [name, namespace, _PRETTY]},
-        f"{NAMESPACED}/{{name}}/status": {
-            **item_ops(f"{ns_scope}Status", f"status of the specified {KIND}"),
+        f"{namespaced}/{{name}}": {**item, "parameters": [name, namespace, _PRETTY]},
+    }
+    if "status" in rt.subresources:
+        paths[f"{namespaced}/{{name}}/status"] = {
+            **item_ops(f"{ns_scope}Status", f"status of the specified {rt.kind}"),
             "parameters": [name, namespace, _PRETTY],
-        },
-        f"{NAMESPACED}/{{name}}/compile": {
+        }
+    if "compile" in rt.subresources:
+        paths[f"{namespaced}/{{name}}/compile"] = {
             "post": _operation(
+                rt.kind,
                 "post",
                 "compile",
                 ns_scope,
@@ -278,8 +303,8 @@ def _paths() -> dict[str, Any]:
                 {"required": True, **_content(compile_request)},
             ),
             "parameters": [name, namespace, _PRETTY],
-        },
-    }
+        }
+    return paths
 
 
 def openapi_v3_document() -> dict[str, Any]:
@@ -293,7 +318,7 @@ def _document() -> dict[str, Any]:
         "openapi": "3.0.0",
         "info": {"title": "Nodus console", "version": API_VERSION},
         "paths": _paths(),
-        "components": {"schemas": component_schemas()},
+        "components": {"schemas": component_schemas(_documented())},
     }
 
 

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from runtimes.apimachinery.schema_nodes import Field
 from runtimes.registry.strategy import StatusStrategy, Strategy
 
 
@@ -33,6 +34,8 @@ class ResourceType:
     subresources: tuple[str, ...] = field(default=())
     # Lists of maps merged by key in server-side apply (all other lists are atomic).
     list_map_keys: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # The kind's resource schema: its OpenAPI component (kubectl explain) is generated from it.
+    schema: Field | None = None
 
     @property
     def api_version(self) -> str:
