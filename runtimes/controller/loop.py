@@ -22,6 +22,12 @@ Bounded work, so a backlog never crowds out the API it shares a process with:
   default 0.2; ``runtimes.controller.pacing``), resting after each reconcile in proportion to
   the CPU it used.
 
+The same controller runs the job controller (``runtimes.controller.jobs``): a second informer
+follows TrainingJobs into a queue of their own, worked by one more thread, and every change the
+runtime informer sees (a runtime turning Ready, moving to a new generation, going away) queues
+the jobs that name that runtime. Jobs read their runtime from the runtime informer's cache, the
+one the runtime controller keeps, falling back to the store for one it has not seen yet.
+
 ``start_in_process()`` runs it as a daemon thread beside the web server (the embedded default);
 ``manage.py runcontroller`` runs it alone, one leader at a time (``leader``).
 """
@@ -37,12 +43,14 @@ from django.db import close_old_connections, connection
 
 from runtimes.apimachinery.meta import Obj
 from runtimes.controller import settings as controller_settings
+from runtimes.controller.jobs import JobReconciler, job_type
 from runtimes.controller.leader import lead, lock_for
 from runtimes.controller.oci.sources import ImageSources
 from runtimes.controller.pacing import CpuPacer
 from runtimes.controller.reconcile import Outcome, Reconciler, identity, runtime_type
 from runtimes.controller.settings import ControllerSettings, TrustedKeys
 from runtimes.controller.workqueue import WorkQueue
+from runtimes.registry.trainingjob.admission import runtime_key
 from runtimes.storage import store
 from runtimes.watch.informer import Handlers, Informer, Key, key_of
 
@@ -92,6 +100,22 @@ class Controller:
             Handlers(on_add=self._added, on_update=self._updated, on_delete=self._deleted),
             resync_seconds=self.config.resync_seconds,
         )
+        self.job_queue: WorkQueue[Key] = WorkQueue(
+            backoff_base=self.config.backoff_base,
+            backoff_max=self.config.backoff_max,
+            jitter=self.config.backoff_jitter,
+        )
+        self.jobs = JobReconciler(self._runtime)
+        self.job_informer = Informer(
+            job_type(),
+            Handlers(on_add=self._job_seen, on_update=self._job_updated, on_delete=self._job_gone),
+            resync_seconds=self.config.resync_seconds,
+        )
+        # runtime key -> the keys of the jobs that name it, kept by the job informer's thread
+        # and read by the runtime informer's.
+        self._jobs_of: dict[Key, set[Key]] = {}
+        self._runtime_of: dict[Key, Key] = {}
+        self._index_lock = threading.Lock()
         self.idle = threading.Event()  # set whenever the queue has drained (tests wait on it)
         self._stopping = threading.Event()  # ends a worker's rest at once
 
@@ -104,6 +128,9 @@ class Controller:
         for obj in objects:
             key = (obj["metadata"]["namespace"], obj["metadata"]["name"])
             outcomes[key] = self.reconciler.reconcile(*key)
+        jobs, _revision = store.list_objects(job_type())
+        for job in jobs:
+            self.jobs.reconcile(job["metadata"]["namespace"], job["metadata"]["name"])
         return outcomes
 
     # -- the loop ---------------------------------------------------------------------------------
@@ -121,6 +148,14 @@ class Controller:
             threading.Thread(target=self._work, name=f"controller-worker-{n}")
             for n in range(self.workers)
         ]
+        threads += [
+            threading.Thread(
+                target=self.job_informer.run,
+                args=(stop, self.config.poll_seconds),
+                name="controller-job-informer",
+            ),
+            threading.Thread(target=self._work_jobs, name="controller-job-worker"),
+        ]
         try:
             for thread in threads:
                 thread.daemon = True
@@ -129,7 +164,9 @@ class Controller:
         finally:
             self._stopping.set()
             self.informer.close()
+            self.job_informer.close()
             self.queue.shut_down()
+            self.job_queue.shut_down()
             for thread in threads:
                 if thread.is_alive():
                     thread.join(timeout=30)
@@ -139,10 +176,12 @@ class Controller:
     # -- the informer's handlers (on its thread) -----------------------------------------------
 
     def _added(self, obj: Obj) -> None:
+        self._queue_jobs_of(key_of(obj))
         self.queue.add(key_of(obj))
 
     def _updated(self, old: Obj, new: Obj) -> None:
         key = key_of(new)
+        self._queue_jobs_of(key)
         if old["metadata"]["resourceVersion"] == new["metadata"]["resourceVersion"]:
             # A resync (or a re-list of an unchanged runtime): inspect afresh, so a signature
             # or an image removed since the last verdict is noticed.
@@ -156,9 +195,78 @@ class Controller:
 
     def _deleted(self, obj: Obj) -> None:
         key = key_of(obj)
+        self._queue_jobs_of(key)
         self.reconciler.forget(*key)
         self.queue.forget(key)
         self.queue.add(key)  # its reconcile finds it gone and lets go of it
+
+    # -- jobs ------------------------------------------------------------------------------------
+
+    def _runtime(self, namespace: str, name: str) -> Obj | None:
+        """A job's runtime: from the runtime informer's cache, else (not seen yet) the store."""
+        cached = self.informer.get((namespace, name))
+        if cached is not None:
+            return cached
+        try:
+            return store.get(runtime_type(), namespace, name)
+        except Exception:  # NotFound, mostly; a database error is the same "not now"
+            return None
+
+    def _queue_jobs_of(self, runtime: Key) -> None:
+        with self._index_lock:
+            keys = list(self._jobs_of.get(runtime, ()))
+        for key in keys:
+            self.job_queue.add(key)
+
+    def _job_seen(self, job: Obj) -> None:
+        key = key_of(job)
+        runtime = runtime_key(job)
+        with self._index_lock:
+            previous = self._runtime_of.pop(key, None)
+            if previous is not None:
+                self._jobs_of.get(previous, set()).discard(key)
+            if runtime is not None:
+                self._runtime_of[key] = runtime
+                self._jobs_of.setdefault(runtime, set()).add(key)
+        self.job_queue.add(key)
+
+    def _job_updated(self, _old: Obj, new: Obj) -> None:
+        self._job_seen(new)
+
+    def _job_gone(self, job: Obj) -> None:
+        key = key_of(job)
+        with self._index_lock:
+            runtime = self._runtime_of.pop(key, None)
+            if runtime is not None:
+                jobs = self._jobs_of.get(runtime, set())
+                jobs.discard(key)
+                if not jobs:
+                    self._jobs_of.pop(runtime, None)
+        self.job_queue.forget(key)
+
+    def _work_jobs(self) -> None:
+        keeper = ConnectionKeeper()
+        failed = False
+        try:
+            while True:
+                key = self.job_queue.get(timeout=0.5)
+                if key is None:
+                    if self.job_queue.shutting_down:
+                        return
+                    continue
+                try:
+                    keeper.refresh(failed=failed)
+                    failed = False
+                    self.jobs.reconcile(*key)
+                    self.job_queue.forget(key)
+                except Exception:
+                    failed = True
+                    delay = self.job_queue.add_rate_limited(key)
+                    log.exception("job %s/%s: reconcile failed; retrying in %.1fs", *key, delay)
+                finally:
+                    self.job_queue.done(key)
+        finally:
+            connection.close()
 
     def _work(self) -> None:
         keeper = ConnectionKeeper()
