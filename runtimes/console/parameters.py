@@ -120,7 +120,8 @@ def job_context(request: HttpRequest, obj: Obj, form: SchemaForm, data: Any) -> 
         "requires": spec.get("requires") or {},
         "model_required": bool((spec.get("requires") or {}).get("model", True)),
         "manifest": manifest_text,
-        "manifest_obj": manifest,
+        # On the button, not in a <script> element: htmx drops scripts from swapped content.
+        "manifest_json": json.dumps(manifest, separators=(",", ":")),
         "project": project,
         "can_create": access.allowed(request.user, "create", project),
         "create_url": f"/apis/{API_VERSION}/namespaces/{project}/trainingjobs",

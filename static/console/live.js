@@ -127,22 +127,23 @@ document.addEventListener("htmx:load", function (event) {
 document.addEventListener("click", function (event) {
   var button = event.target.closest && event.target.closest("[data-create-job]");
   if (!button) return;
-  var source = document.getElementById(button.dataset.manifest);
-  var result = document.getElementById("create-job-result");
-  if (!source || !result) return;
+  if (!button.dataset.body || !document.getElementById("create-job-result")) return;
   var headers = JSON.parse(document.body.getAttribute("hx-headers") || "{}");
+  var jobs = button.dataset.jobs;
   button.disabled = true;
-  result.textContent = "Creating…";
+  document.getElementById("create-job-result").textContent = "Creating…";
   fetch(button.dataset.createJob, {
     method: "POST",
     credentials: "same-origin",
     headers: { "Content-Type": "application/json", "Accept": "application/json", "X-CSRFToken": headers["X-CSRFToken"] || "" },
-    body: source.textContent
+    body: button.dataset.body
   }).then(function (response) {
     return response.json().then(function (body) { return { status: response.status, body: body }; });
   }).then(function (answer) {
+    // Looked up again: the output panel may have been redrawn while the request was out.
+    var result = document.getElementById("create-job-result");
+    if (!result) return;
     result.textContent = "";
-    var jobs = button.dataset.jobs;
     if (answer.status === 201) {
       var name = answer.body.metadata.name;
       result.className = "small notice ok";
@@ -171,6 +172,8 @@ document.addEventListener("click", function (event) {
       result.appendChild(list);
     }
   }).catch(function () {
+    var result = document.getElementById("create-job-result");
+    if (!result) return;
     result.className = "small notice bad";
     result.textContent = "The API could not be reached; try again.";
   }).finally(function () { button.disabled = false; });

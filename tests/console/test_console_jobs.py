@@ -68,7 +68,7 @@ def test_the_parameters_tab_writes_a_manifest_the_api_takes(catalog_data: Any, a
 def test_only_editors_get_the_create_button(catalog_data: Any) -> None:
     alice = filled(client_for(catalog_data["alice"]))
     assert 'data-create-job="/apis/nodus.dev/v1beta1/namespaces/demo/trainingjobs"' in alice
-    assert 'id="job-json"' in alice
+    assert 'data-body="{&quot;apiVersion&quot;:&quot;nodus.dev/v1beta1&quot;' in alice
     bob = filled(client_for(catalog_data["bob"]))
     assert "data-create-job" not in bob
 
