@@ -5,7 +5,9 @@ seeded managed runtimes and compiles jobs: create, watch until Compiled, server-
 
 from __future__ import annotations
 
+import html
 import json
+import re
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,8 +18,10 @@ import yaml
 from kubernetes import client as k8s
 from kubernetes import watch
 
+from tests.support.console import form_fields
 from tests.support.kubectl import Kubectl, Result
 from tests.support.liveserver import PYTHON, REPO, LiveServer, serve, server_environment
+from tests.support.signin import signed_in, submit
 
 pytestmark = pytest.mark.kubectl
 
@@ -85,12 +89,44 @@ def test_kubectl_applies_a_job_and_waits_until_it_is_compiled(
     ]  # fmt: skip
     row = table[1].split()
     assert row[:4] == ["tune", "sft-qwen3", "Qwen/Qwen3-0.6B", "LoRA"]
-    assert row[5].endswith(("s", "m", "h")) and row[6].startswith("$")
+    assert row[5].endswith(("s", "m", "h"))
+    assert row[6].startswith("$")
     assert row[7] == "Compiled"
     stored = json.loads(ok(kubectl("get", "tj", "tune", "-o", "json")).stdout)
     # The chosen oneOf branch replaced the default optimizer whole.
     assert stored["status"]["compiled"]["parameters"]["optimizer"] == {"name": "adamw-8bit"}
     assert stored["status"]["imageDigest"].startswith("sha256:")
+
+
+def test_the_consoles_kubectl_output_applies_as_is(kubectl: Kubectl, server: LiveServer) -> None:
+    """alice edits project demo: she fills the Parameters tab, copies its kubectl output and
+    runs it; the job lands in demo and compiles."""
+    console = signed_in(server, "alice")
+    tab = "/p/nodus/runtimes/sft-qwen3/parameters"
+    page = console.get(tab).text
+    form = page[page.index('<form id="param-form"') :]
+    fields = {
+        "job.model": "Qwen/Qwen3-0.6B",
+        "job.method": "QLoRA",
+        "job.quantization": "nf4",
+        "job.data": "hf://datasets/nodus/alpaca",
+        "job.amount": "250",
+        "p.epochs": "2",
+    }
+    answer = submit(console, f"{tab}/check", form_fields(form, **fields))
+    assert answer.status_code == 200, answer.text
+    found = re.search(r'<pre class="code" id="job-kubectl">(.*?)</pre>', answer.text, re.S)
+    assert found, answer.text[:3000]
+    copied = html.unescape(found.group(1))
+    command, heredoc = copied.split("\n", 1)
+    assert command == "kubectl apply -f - <<'EOF'"
+    manifest = heredoc.rsplit("EOF", 1)[0]
+    name = yaml.safe_load(manifest)["metadata"]["name"]
+    ok(kubectl("apply", "-f", "-", stdin=manifest))
+    ok(kubectl("wait", f"tj/{name}", "--for=jsonpath={.status.phase}=Compiled", "--timeout=120s"))
+    row = ok(kubectl("get", "tj", name, "--no-headers")).stdout.split()
+    assert row[1:4] == ["sft-qwen3", "Qwen/Qwen3-0.6B", "QLoRA"]
+    assert row[7] == "Compiled"
 
 
 def test_kubectl_explains_the_jobs_fields(kubectl: Kubectl) -> None:
