@@ -290,3 +290,17 @@ def test_it_applies_a_job_server_side(alice: ApiClient) -> None:
     assert response.status_code == 200, response.json_body
     assert response.json_body["spec"]["parameters"] == {"epochs": 3}
     assert response.json_body["metadata"]["generation"] == 2
+
+
+def test_the_contracts_class_names_validate_and_the_old_one_still_counts(
+    api: Callable[[str | None], ApiClient],
+) -> None:
+    # The contract's example names the class rtx-4090; a runtime keyed by the earlier
+    # rtx-4090-24g is still admitted, and its step time still estimates jobs on RTX 4090s.
+    estimate = {"secondsPerStep": {"rtx-4090-24g": 2.0, "l4-24g": None, "rtx-4090": None}}
+    add_runtime(api, {"spec": {"estimate": estimate}})
+    draft = {**JOB["spec"], "accelerator": "RTX 4090"}
+    plan = api("alice").post(f"{TRS}/sft-trl/compile", draft).json_body
+    [offering] = plan["offerings"]
+    assert offering["acceleratorClass"] == "rtx-4090"
+    assert offering["seconds"] == 1000 * 2.0
