@@ -100,7 +100,7 @@ def desired_status(job: Obj, runtime: Obj | None, now: str) -> Obj:
             _pending(status, generation, request)
         return conditions.done()
     if done:
-        _runtime_ready(conditions, runtime, where)
+        _runtime_ready(conditions, runtime, where, compiled=True)
         _runtime_changed(conditions, status, runtime, where)
         return conditions.done()
     if not is_ready(runtime):
@@ -148,12 +148,15 @@ def _pending(status: Obj, generation: Any, request: str) -> None:
         status.pop(key, None)
 
 
-def _runtime_ready(conditions: _Conditions, runtime: Obj, where: str) -> None:
+def _runtime_ready(
+    conditions: _Conditions, runtime: Obj, where: str, *, compiled: bool = False
+) -> None:
     if is_ready(runtime):
         conditions.set(RUNTIME_READY, "True", "RuntimeReady", f"runtime {where} is Ready")
         return
     phase = (runtime.get("status") or {}).get("phase") or "Pending"
-    message = f"runtime {where} is {phase}; the job compiles once it is Ready"
+    then = "the job keeps its compile" if compiled else "the job compiles once it is Ready"
+    message = f"runtime {where} is {phase}; {then}"
     conditions.set(RUNTIME_READY, "False", "RuntimeNotReady", message)
 
 
