@@ -112,6 +112,8 @@ class Variant:
     interconnect: str
     accelerator_class: str
     offerings: tuple[Offering, ...]
+    # Earlier names of the class that estimates may still be keyed by (rtx-4090-24g).
+    class_aliases: tuple[str, ...] = ()
 
     @property
     def memory_bytes(self) -> Decimal:
@@ -145,6 +147,10 @@ class AcceleratorCatalog:
         self.variants: dict[str, Variant] = {v.id: v for v in variants}
         self.ids: tuple[str, ...] = tuple(self.variants)
         self.classes: tuple[str, ...] = tuple(dict.fromkeys(v.accelerator_class for v in variants))
+        # alias -> class: an estimate keyed by an old class name still counts for the class.
+        self.class_aliases: dict[str, str] = {
+            alias: v.accelerator_class for v in variants for alias in v.class_aliases
+        }
         self.offerings: tuple[Offering, ...] = tuple(o for v in variants for o in v.offerings)
 
     def variant(self, variant_id: str) -> Variant | None:
@@ -158,6 +164,15 @@ class AcceleratorCatalog:
 
     def is_family(self, name: str) -> bool:
         return name in self.families
+
+    def knows_class(self, key: str) -> bool:
+        """Whether an estimate key names an accelerator class or one of its aliases."""
+        return key in self.classes or key in self.class_aliases
+
+    def class_keys(self, accelerator_class: str) -> tuple[str, ...]:
+        """The keys an estimate may use for the class: its name first, then its aliases."""
+        aliases = (a for a, c in self.class_aliases.items() if c == accelerator_class)
+        return (accelerator_class, *aliases)
 
     def knows(self, name: str) -> bool:
         """Whether a gpu.type entry names a variant id or a family."""
@@ -247,6 +262,12 @@ def _variant(raw: Any, path: str, family: str, vendor: str, problems: list[str])
     accelerator_class = _text(raw, "acceleratorClass", path, problems)
     if accelerator_class and not _CLASS_KEY.match(accelerator_class):
         problems.append(f"{path}.acceleratorClass: {accelerator_class!r} must be a DNS-1123 label")
+    aliases = raw.get("classAliases", [])
+    if not isinstance(aliases, list) or not all(
+        isinstance(a, str) and _CLASS_KEY.match(a) for a in aliases
+    ):
+        problems.append(f"{path}.classAliases: must be a list of DNS-1123 labels")
+        aliases = []
     offerings: list[Offering] = []
     raw_offerings = raw.get("offerings")
     if not isinstance(raw_offerings, list) or not raw_offerings:
@@ -268,6 +289,7 @@ def _variant(raw: Any, path: str, family: str, vendor: str, problems: list[str])
         interconnect=str(interconnect),
         accelerator_class=accelerator_class,
         offerings=tuple(offerings),
+        class_aliases=tuple(aliases),
     )
 
 

@@ -1,11 +1,13 @@
 """Compiling a TrainingJob draft against a TrainingRuntime: what would run, where, how long.
 
-A draft is what a person fills in (``model``, ``method``, ``quantization``, ``parameters``,
-``steps`` or ``tasks``, ``accelerator``, ``data``, ``teacher``, ``environment``). Compiling
-picks the preset, merges the runtime's default parameters under the draft's and validates
-them against the runtime's schema, checks the required inputs, and lists every matching
-offering with its effective resources, expected duration and cost. Problems come back as
-`FieldError`s whose paths point into the draft (``parameters.learningRate``, ``model``).
+A draft is a TrainingJob's spec (``mode``, ``model``, ``method``, ``quantization``,
+``parameters``, ``steps`` or ``tasks``, ``accelerator``, ``data``, ``teacher``, ``environment``,
+``resources``, ``distributed``, ``sidecars``, ``initCommand``). Compiling picks the preset,
+merges the runtime's default parameters under the draft's (`merge.merge_parameters`) and
+validates them against the runtime's schema, checks the required inputs and the job's own rules
+(`job_rules`), and lists every matching offering with its effective resources, expected
+duration and cost. Problems come back as `FieldError`s whose paths point into the draft
+(``parameters.learningRate``, ``model``); a TrainingJob's admission prefixes them with ``spec.``.
 """
 
 from __future__ import annotations
@@ -19,9 +21,11 @@ from jsonpointer import escape
 
 from runtimes.apimachinery import fielderrors
 from runtimes.apimachinery.fielderrors import FieldError
+from runtimes.catalog import job_rules
 from runtimes.catalog.accelerators import AcceleratorCatalog, Offering
 from runtimes.catalog.estimates import cost_of, seconds_for
 from runtimes.catalog.matching import Match, effective_resources, match_gpu
+from runtimes.catalog.merge import merge_parameters
 from runtimes.catalog.parameters import parameter_errors
 from runtimes.catalog.presets import preset_resources
 
@@ -76,9 +80,17 @@ class CompileResult:
     work: dict[str, int]  # {"steps": n}, {"tasks": n} or {}
     offerings: tuple[OfferingPlan, ...]  # fastest first; unmeasured ones last
     warnings: tuple[str, ...]
+    mode: str = "Train"
+    nodes: int = 1
+    sidecars: tuple[dict[str, Any], ...] = ()  # the runtime's and the job's, images filled in
+    init_command: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
+            "mode": self.mode,
+            "nodes": self.nodes,
+            "sidecars": list(self.sidecars),
+            "initCommand": self.init_command,
             "runtime": self.runtime,
             "preset": self.preset,
             "parameters": self.parameters,
@@ -101,25 +113,34 @@ def compile_job(
 
     requirements = _requirements(spec, draft)
     errors += [fielderrors.required(r.name) for r in requirements if r.required and not r.given]
+    errors += job_rules.environment_errors(spec, draft)
     preset = _preset(spec, draft, errors)
 
     job_parameters = draft.get("parameters") or {}
     if not isinstance(job_parameters, Mapping):
         errors.append(fielderrors.invalid("parameters", job_parameters, "must be an object"))
         job_parameters = {}
-    merged = deep_merge(defaults.get("parameters") or {}, job_parameters)
-    errors += parameter_errors(spec.get("parameters") or {}, merged, "parameters")
+    schema = spec.get("parameters") or {}
+    merged = merge_parameters(schema, defaults.get("parameters") or {}, job_parameters)
+    errors += parameter_errors(schema, merged, "parameters")
 
-    work = _work(spec, draft, errors)
-    resources = preset_resources(spec, preset)
+    mode, work = _work(spec, draft, errors)
+    resources = job_rules.raise_floors(
+        preset_resources(spec, preset), draft.get("resources"), errors
+    )
+    nodes = job_rules.nodes_for(spec, draft, resources, errors)
+    if nodes != 1 or "nodes" in resources:
+        resources["nodes"] = nodes
+    sidecars = job_rules.job_sidecars(spec, draft, errors)
+    init_command = job_rules.init_command(defaults, draft, errors)
     matches = _narrow(match_gpu(resources.get("gpu"), catalog), draft, resources, catalog, errors)
     if errors:
-        return errors
+        return list(dict.fromkeys(errors))
 
     warnings: list[str] = []
     if resources.get("gpu") and not matches:
         warnings.append("no offering in the accelerator catalog satisfies the GPU request")
-    plans = _plans(spec, job_parameters, work, resources, matches)
+    plans = _plans(spec, job_parameters, work, resources, matches, catalog)
     if work and any(p.seconds is None for p in plans):
         unmeasured = sorted({p.match.variant.accelerator_class for p in plans if p.seconds is None})
         warnings.append(f"no measured {_unit(work)} time for {', '.join(unmeasured)}")
@@ -134,18 +155,17 @@ def compile_job(
         work=work,
         offerings=tuple(plans),
         warnings=tuple(warnings),
+        mode=mode,
+        nodes=nodes,
+        sidecars=tuple(sidecars),
+        init_command=init_command,
     )
 
 
 def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
-    """``override`` over ``base``: objects merge key by key, anything else is replaced."""
-    merged = copy.deepcopy(dict(base))
-    for key, value in override.items():
-        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
-            merged[key] = deep_merge(merged[key], value)
-        else:
-            merged[key] = copy.deepcopy(value)
-    return merged
+    """``override`` over ``base`` as a JSON merge patch without a schema: objects merge key by
+    key, null removes, anything else is replaced (`merge.merge_parameters` with no schema)."""
+    return merge_parameters({}, base, override)
 
 
 def provenance(
@@ -180,6 +200,11 @@ def _requirements(spec: Mapping[str, Any], draft: Mapping[str, Any]) -> tuple[Re
         )
         for name in REQUIREMENTS
     )
+
+
+def chosen_preset(spec: Mapping[str, Any], draft: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The preset a draft runs on, or None (no presets, or the draft names none of them)."""
+    return _preset(spec, draft, [])
 
 
 def _preset(
@@ -217,26 +242,35 @@ def _unique(presets: list[Mapping[str, Any]], key: str) -> list[str]:
 
 def _work(
     spec: Mapping[str, Any], draft: Mapping[str, Any], errors: list[FieldError]
-) -> dict[str, int]:
-    """``{"steps": n}`` for training, ``{"tasks": n}`` for evaluation, as the modes allow."""
+) -> tuple[str, dict[str, int]]:
+    """The mode and ``{"steps": n}`` (training) or ``{"tasks": n}`` (evaluation), as the
+    runtime's modes allow; the mode follows the work when the draft names none."""
+    modes = spec.get("modes") or ["Train"]
+    mode = draft.get("mode")
+    if mode is not None and mode not in modes:
+        errors.append(fielderrors.not_supported("mode", mode, list(modes)))
+        mode = None
     given = [k for k in ("steps", "tasks") if draft.get(k) is not None]
     if len(given) == 2:
         errors.append(fielderrors.forbidden("tasks", "set steps (training) or tasks, not both"))
-        return {}
+        return mode or modes[0], {}
     if not given:
-        return {}
+        return mode or ("Train" if "Train" in modes else modes[0]), {}
     key = given[0]
     value = draft[key]
-    modes = spec.get("modes") or ["Train"]
-    if key == "steps" and "Train" not in modes:
+    implied = "Train" if key == "steps" else "Evaluate"
+    if mode is not None and mode != implied:
+        wanted = "steps" if mode == "Train" else "tasks"
+        errors.append(fielderrors.forbidden(key, f"mode {mode} counts its work in {wanted}"))
+    elif key == "steps" and "Train" not in modes:
         errors.append(fielderrors.forbidden("steps", "this runtime only evaluates: set tasks"))
     elif key == "tasks" and "Evaluate" not in modes:
         errors.append(fielderrors.forbidden("tasks", "this runtime does not evaluate: set steps"))
     elif isinstance(value, bool) or not isinstance(value, int) or value < 1:
         errors.append(fielderrors.invalid(key, value, "must be a positive integer"))
     else:
-        return {key: value}
-    return {}
+        return implied, {key: value}
+    return mode or implied, {}
 
 
 def _narrow(
@@ -277,6 +311,7 @@ def _plans(
     work: dict[str, int],
     resources: Mapping[str, Any],
     matches: list[Match],
+    catalog: AcceleratorCatalog,
 ) -> list[OfferingPlan]:
     nodes = int(resources.get("nodes") or 1)
     plans = []
@@ -284,7 +319,9 @@ def _plans(
         for offering in match.offerings:
             seconds = None
             if work:
-                seconds = seconds_for(spec, job_parameters, work, match.variant.accelerator_class)
+                cls = match.variant.accelerator_class
+                aliases = catalog.class_keys(cls)[1:]
+                seconds = seconds_for(spec, job_parameters, work, cls, aliases)
             plans.append(
                 OfferingPlan(
                     match=match,

@@ -59,11 +59,16 @@ def seconds_for(
     job_parameters: Mapping[str, Any] | None,
     work: Mapping[str, int],
     accelerator_class: str,
+    aliases: Iterable[str] = (),
 ) -> float | None:
-    """The expected run time on one accelerator class, or None when it was never measured."""
+    """The expected run time on one accelerator class, or None when it was never measured.
+
+    ``aliases`` are earlier names of the class an estimate may still be keyed by.
+    """
     estimate = runtime_spec.get("estimate") or {}
+    keys = (accelerator_class, *aliases)
     if "steps" in work:
-        per_step = (estimate.get("secondsPerStep") or {}).get(accelerator_class)
+        per_step = _measured(estimate.get("secondsPerStep"), keys)
         if per_step is None:
             return None
         defaults = (runtime_spec.get("defaults") or {}).get("parameters")
@@ -71,7 +76,7 @@ def seconds_for(
         for factor in scale_factors(defaults, job_parameters).values():
             seconds *= factor
         return seconds
-    per_task = (estimate.get("secondsPerTask") or {}).get(accelerator_class)
+    per_task = _measured(estimate.get("secondsPerTask"), keys)
     if per_task is None:
         return None
     return float(work["tasks"]) * float(per_task)
@@ -106,7 +111,8 @@ def estimate(
     rows: list[EstimateRow] = []
     for offering in offerings:
         accelerator_class = catalog.variants[offering.variant].accelerator_class
-        seconds = seconds_for(runtime_spec, job_parameters, work, accelerator_class)
+        aliases = catalog.class_keys(accelerator_class)[1:]
+        seconds = seconds_for(runtime_spec, job_parameters, work, accelerator_class, aliases)
         if seconds is None:
             continue
         rows.append(
@@ -122,3 +128,9 @@ def _number(value: Any) -> float | None:
     if isinstance(value, int | float) and not isinstance(value, bool):
         return float(value)
     return None
+
+
+def _measured(by_class: Any, keys: Iterable[str]) -> Any:
+    if not isinstance(by_class, Mapping):
+        return None
+    return next((by_class[k] for k in keys if by_class.get(k) is not None), None)

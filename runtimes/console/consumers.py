@@ -1,4 +1,5 @@
-"""The console's websocket: live rows and runtime headers, pushed as htmx out-of-band swaps.
+"""The console's websocket: live rows, runtime headers and job rows, pushed as htmx out-of-band
+swaps.
 
 One socket per browser tab (it lives in base.html outside the swapped area, so it survives
 boosted navigation). The page sends ``{"type": "watch", "view", "query", "revision", "ids"}``
@@ -31,13 +32,13 @@ from runtimes.accounts.origin import same_origin
 from runtimes.apimachinery import errors
 from runtimes.console.live import Watch, fragments, missed_notice
 from runtimes.registry import authorization
-from runtimes.registry.kinds import TRAINING_RUNTIMES
+from runtimes.registry.kinds import TRAINING_JOBS, TRAINING_RUNTIMES
 from runtimes.watch.guard import Credential, StreamGuard
 from runtimes.watch.hub import TooOld, TooSlow, run_db, subscribe
 
 log = logging.getLogger("nodus.console")
 FORBIDDEN_ORIGIN = 4403
-VIEWS = ("catalog", "runtime")
+VIEWS = ("catalog", "runtime", "jobs")
 
 
 def projects_of(user: Any) -> tuple[frozenset[str] | None, frozenset[str]]:
@@ -141,7 +142,8 @@ class ConsoleConsumer(AsyncWebsocketConsumer):
 
     async def _follow(self, watch: Watch, revision: int) -> None:
         try:
-            async with subscribe(revision, TRAINING_RUNTIMES.key) as events:
+            kind = TRAINING_JOBS if watch.view == "jobs" else TRAINING_RUNTIMES
+            async with subscribe(revision, kind.key) as events:
                 while True:
                     batch = await events.next_batch(timeout=25)
                     if not batch:

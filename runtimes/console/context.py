@@ -1,7 +1,8 @@
 """Template context for every console page: which navigation actions the user may take.
 
 Registered as a context processor (``runtimes.console.context.console``) so base.html offers
-"Publish" only to users who can publish somewhere; without it the link simply is not shown.
+"Publish" only to users who can publish somewhere, and "Jobs" for their current project;
+without them the links simply are not shown.
 """
 
 from __future__ import annotations
@@ -12,10 +13,18 @@ from django.http import HttpRequest
 from django.utils.functional import SimpleLazyObject
 
 from runtimes.accounts import access
+from runtimes.console.jobs import current_project
 
 
 def console(request: HttpRequest) -> dict[str, Any]:
     user = getattr(request, "user", None)
     if user is None or not user.is_authenticated:
         return {"nav": {}}
-    return {"nav": SimpleLazyObject(lambda: {"can_publish": bool(access.writable_projects(user))})}
+    return {
+        "nav": SimpleLazyObject(
+            lambda: {
+                "can_publish": bool(access.writable_projects(user)),
+                "jobs_project": current_project(request),
+            }
+        )
+    }

@@ -2,8 +2,8 @@
 
 `/docs/errors/<Reason>` is the page every API Status links to in its `docs` field; it is rendered
 from `runtimes.apimachinery.errors.REASONS`, so a reason cannot lack its page. `/docs/api` walks
-`runtimes.registry.trainingruntime.schema` and lists every field with its type, allowed values,
-default and description.
+the schema of every kind that has one (TrainingRuntime, then TrainingJob) and lists every field
+with its type, allowed values, default and description.
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ from django.shortcuts import render
 from runtimes.apimachinery.errors import REASONS
 from runtimes.console.authorization import requires
 from runtimes.registry import authorization
+from runtimes.registry.kinds import TRAINING_JOBS, TRAINING_RUNTIMES
+from runtimes.registry.resources import ResourceType
 from runtimes.registry.trainingruntime import schema
 from runtimes.registry.trainingruntime.schema import Field
 
@@ -35,6 +37,7 @@ class FieldDoc:
     default: Any
     constraints: tuple[str, ...]
     description: str
+    prefix: str = ""  # told apart from the same path of another kind on the same page
 
     @property
     def default_text(self) -> str:
@@ -43,7 +46,7 @@ class FieldDoc:
 
     @property
     def anchor(self) -> str:
-        return "f-" + self.path.replace("[]", "").replace(".", "-").replace("[*]", "")
+        return "f-" + self.prefix + self.path.replace("[]", "").replace(".", "-").replace("[*]", "")
 
 
 def type_of(node: Field) -> str:
@@ -79,7 +82,9 @@ def constraints_of(node: Field) -> tuple[str, ...]:
     return tuple(found)
 
 
-def walk(node: Field, path: str = "", depth: int = 0, required: bool = False) -> Iterator[FieldDoc]:
+def walk(
+    node: Field, path: str = "", depth: int = 0, required: bool = False, prefix: str = ""
+) -> Iterator[FieldDoc]:
     if path:
         yield FieldDoc(
             path=path,
@@ -90,6 +95,7 @@ def walk(node: Field, path: str = "", depth: int = 0, required: bool = False) ->
             default=node.default,
             constraints=constraints_of(node),
             description=node.description,
+            prefix=prefix,
         )
     inner = node
     suffix = ""
@@ -102,28 +108,42 @@ def walk(node: Field, path: str = "", depth: int = 0, required: bool = False) ->
     if inner.type == "object":
         for key, child in inner.properties.items():
             yield from walk(
-                child, f"{path}{suffix}.{key}" if path else key, depth + 1, key in inner.required
+                child,
+                f"{path}{suffix}.{key}" if path else key,
+                depth + 1,
+                key in inner.required,
+                prefix,
             )
 
 
-def api_fields() -> list[FieldDoc]:
-    return list(walk(schema.TRAINING_RUNTIME))
+def api_fields(rt: ResourceType = TRAINING_RUNTIMES) -> list[FieldDoc]:
+    assert rt.schema is not None
+    prefix = "" if rt is TRAINING_RUNTIMES else f"{rt.singular}-"
+    return list(walk(rt.schema, prefix=prefix))
+
+
+def _kind_docs(rt: ResourceType) -> dict[str, Any]:
+    assert rt.schema is not None
+    fields = api_fields(rt)
+    return {
+        "kind": rt.kind,
+        "plural": rt.plural,
+        "short": rt.short_names[0] if rt.short_names else rt.plural,
+        "anchor": rt.singular,
+        "description": rt.schema.description,
+        "selectable": rt.selectable_fields,
+        "sections": [
+            (top, [f for f in fields if f.path == top or f.path.startswith(top + ".")])
+            for top in ("apiVersion", "kind", "metadata", "spec", "status")
+        ],
+    }
 
 
 @requires(DOCS)
 def api_reference(request: HttpRequest) -> HttpResponse:
-    fields = api_fields()
-    sections = [
-        (top, [f for f in fields if f.path == top or f.path.startswith(top + ".")])
-        for top in ("apiVersion", "kind", "metadata", "spec", "status")
-    ]
     context = {
-        "sections": sections,
-        "kind": schema.KIND,
+        "kinds": [_kind_docs(TRAINING_RUNTIMES), _kind_docs(TRAINING_JOBS)],
         "api_version": schema.API_VERSION,
-        "plural": schema.PLURAL,
-        "description": schema.TRAINING_RUNTIME.description,
-        "selectable": schema.SELECTABLE_FIELDS,
         "reasons": sorted(REASONS.items()),
     }
     return render(request, "docs/api.html", context)

@@ -22,6 +22,7 @@ from runtimes.accounts import access
 from runtimes.apimachinery.meta import Obj
 from runtimes.console import runtime_page
 from runtimes.console.filters import RuntimeFilterSet
+from runtimes.console.jobs import matches, summarize_job
 from runtimes.console.summaries import RuntimeSummary, summarize
 from runtimes.watch.hub import HubEvent
 
@@ -30,6 +31,8 @@ ROW = "_partials/_runtime_row.html"
 APPENDED_ROW = "console/catalog.html#appended_row"
 HEADER = "_partials/_runtime_header.html"
 STATUS = "console/runtime/status.html#status"
+JOB_ROW = "_partials/_job_row.html"
+APPENDED_JOB_ROW = "console/jobs/list.html#appended_row"
 REVISION = "_partials/_live_revision.html"
 NOTICE = "_partials/_live_notice.html"
 
@@ -39,7 +42,7 @@ class Watch:
     """One page's subscription: what it shows and what the user may read."""
 
     user: Any
-    view: str  # "catalog" or "runtime"
+    view: str  # "catalog", "runtime" or "jobs"
     query: QueryDict
     present: set[str] = field(default_factory=set)  # ids of live elements on the page
     projects: set[str] | None = None  # None: every project
@@ -104,6 +107,24 @@ def runtime_fragments(watch: Watch, event: HubEvent) -> list[str]:
     return out
 
 
+def jobs_fragments(watch: Watch, event: HubEvent) -> list[str]:
+    """A project's Jobs page: its rows appear, change and go as its jobs do."""
+    if event.namespace != watch.query.get("namespace") or not watch.readable(event.object):
+        return []
+    summary = summarize_job(event.object)
+    shown = summary.row_id in watch.present
+    wanted = event.type != "DELETED" and matches(summary, watch.query)
+    if wanted and shown:
+        return [render_to_string(JOB_ROW, {"j": summary, "oob": "true"})]
+    if wanted and "job-rows" in watch.present:
+        watch.present.add(summary.row_id)
+        return [render_to_string(APPENDED_JOB_ROW, {"j": summary})]
+    if shown:
+        watch.present.discard(summary.row_id)
+        return [render_to_string(JOB_ROW, {"j": summary, "oob": "delete"})]
+    return []
+
+
 def fragments(watch: Watch, events: list[HubEvent]) -> str:
     """One websocket message for a batch; always ends with the revision reached."""
     parts: list[str] = []
@@ -112,6 +133,8 @@ def fragments(watch: Watch, events: list[HubEvent]) -> str:
             parts += catalog_fragments(watch, event)
         elif watch.view == "runtime":
             parts += runtime_fragments(watch, event)
+        elif watch.view == "jobs":
+            parts += jobs_fragments(watch, event)
     revision = events[-1].revision if events else 0
     parts.append(render_to_string(REVISION, {"revision": revision, "oob": True}))
     return "\n".join(parts)

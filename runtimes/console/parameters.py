@@ -3,12 +3,16 @@
 The tab draws the form prefilled with defaults; as the user types, htmx posts it to `check`,
 which validates on the server (jsonschema is the authority) and answers with out-of-band swaps:
 each field's error line and the output panel (the TrainingJob manifest with only what changed,
-the same as kubectl and curl commands, and the compile result). Structural edits (array items,
-union variants, optional objects) post with ``render=form`` and get the whole form redrawn.
+in the user's current project and named after its content, so applying it twice is one job;
+the same as a ``kubectl apply`` command and a curl of the compile subresource; the compile
+result). Editors of that project also get a "Create job" button, which POSTs the manifest to
+the API from the page (``static/console/live.js``). Structural edits (array items, union
+variants, optional objects) post with ``render=form`` and get the whole form redrawn.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shlex
 from typing import Any
@@ -19,13 +23,14 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from runtimes.accounts.kubeconfig import default_project
+from runtimes.accounts import access
 from runtimes.apimachinery.meta import API_VERSION, Obj
 from runtimes.catalog.accelerators import catalog
 from runtimes.catalog.compile import compile_job
 from runtimes.console.authorization import requires
 from runtimes.console.forms import schema_form
 from runtimes.console.forms.schema_form import SchemaForm
+from runtimes.console.jobs import current_project
 from runtimes.console.runtime_page import NO_SUCH_RUNTIME, load, page_context
 from runtimes.console.summaries import human_duration
 from runtimes.registry import authorization
@@ -56,20 +61,28 @@ def read_draft(data: Any, spec: Obj) -> tuple[Obj, dict[str, str]]:
     return draft, problems
 
 
+def job_name(runtime: str, spec: Obj) -> str:
+    """``<runtime>-<6 hex of the spec>``: the same choices name the same job (apply is
+    idempotent), different ones a new job; a DNS-1123 subdomain as a runtime's name is."""
+    digest = hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:6]
+    return f"{runtime[:56].rstrip('-.')}-{digest}"
+
+
 def job_context(request: HttpRequest, obj: Obj, form: SchemaForm, data: Any) -> dict[str, Any]:
     spec = obj.get("spec") or {}
     meta = obj["metadata"]
     draft, draft_problems = read_draft(data, spec)
-    job_spec: Obj = {"runtime": {"name": meta["name"], "namespace": meta["namespace"]}, **draft}
+    job_spec: Obj = {
+        "runtimeRef": {"name": meta["name"], "namespace": meta["namespace"]},
+        **draft,
+    }
     if form.changed:
         job_spec["parameters"] = form.changed
+    project = current_project(request)
     manifest = {
         "apiVersion": API_VERSION,
         "kind": "TrainingJob",
-        "metadata": {
-            "generateName": f"{meta['name']}-",
-            "namespace": default_project(request.user),
-        },
+        "metadata": {"name": job_name(meta["name"], job_spec), "namespace": project},
         "spec": job_spec,
     }
     manifest_text = yaml.safe_dump(manifest, sort_keys=False, allow_unicode=True)
@@ -107,7 +120,12 @@ def job_context(request: HttpRequest, obj: Obj, form: SchemaForm, data: Any) -> 
         "requires": spec.get("requires") or {},
         "model_required": bool((spec.get("requires") or {}).get("model", True)),
         "manifest": manifest_text,
-        "kubectl": f"kubectl create -f - <<'EOF'\n{manifest_text}EOF",
+        # On the button, not in a <script> element: htmx drops scripts from swapped content.
+        "manifest_json": json.dumps(manifest, separators=(",", ":")),
+        "project": project,
+        "can_create": access.allowed(request.user, "create", project),
+        "create_url": f"/apis/{API_VERSION}/namespaces/{project}/trainingjobs",
+        "kubectl": f"kubectl apply -f - <<'EOF'\n{manifest_text}EOF",
         "curl": (
             f"curl -sS -X POST {shlex.quote(server + compile_path)} \\\n"
             '  -H "Authorization: Bearer $NODUS_TOKEN" -H "Content-Type: application/json" \\\n'

@@ -26,6 +26,7 @@ from runtimes.catalog.presets import preset_resources
 from runtimes.console.authorization import requires
 from runtimes.console.catalog import wants_partial
 from runtimes.console.drawings import bar_chart, topology
+from runtimes.console.jobs import compiled_against
 from runtimes.console.parameters import parameters_tab
 from runtimes.console.runtime_page import NO_SUCH_RUNTIME, READ_RUNTIME, load, page_context, status
 from runtimes.console.summaries import human_duration
@@ -75,6 +76,7 @@ def overview(request: HttpRequest, obj: Obj) -> dict[str, Any]:
         "topology": topology(spec),
         "sidecars": defaults.get("sidecars") or [],
         "attempt_api": spec.get("environmentTasks") == "AttemptAPI",
+        "jobs_compiled": compiled_against(obj, request.user),
     }
 
 

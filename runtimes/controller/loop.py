@@ -27,6 +27,13 @@ The same informers (one per served kind) feed the garbage collector
 delete dependents whose owners are gone and finish foreground and orphaning deletions. It runs
 only where the reconcile loop runs: on the leader.
 
+The same controller runs the job controller (``runtimes.controller.jobs``): the TrainingJobs'
+informer (one of the above) also feeds a queue of their own, worked by one more thread, and every
+change the runtime informer sees (a runtime turning Ready, moving to a new generation, going
+away) queues the jobs that name that runtime. Jobs read their runtime from the runtime
+informer's cache, the one the runtime controller keeps, falling back to the store for one it
+has not seen yet.
+
 ``start_in_process()`` runs it as a daemon thread beside the web server (the embedded default);
 ``manage.py runcontroller`` runs it alone, one leader at a time (``leader``).
 """
@@ -43,6 +50,7 @@ from django.db import close_old_connections, connection
 from runtimes.apimachinery.meta import Obj
 from runtimes.controller import settings as controller_settings
 from runtimes.controller.garbagecollector import GarbageCollector
+from runtimes.controller.jobs import JobReconciler, job_type
 from runtimes.controller.leader import lead, lock_for
 from runtimes.controller.oci.sources import ImageSources
 from runtimes.controller.pacing import CpuPacer
@@ -50,6 +58,7 @@ from runtimes.controller.reconcile import Outcome, Reconciler, identity, runtime
 from runtimes.controller.settings import ControllerSettings, TrustedKeys
 from runtimes.controller.workqueue import WorkQueue
 from runtimes.registry.kinds import all_kinds
+from runtimes.registry.trainingjob.admission import runtime_key
 from runtimes.storage import store
 from runtimes.watch.informer import Handlers, Informer, Key, key_of
 
@@ -102,19 +111,38 @@ class Controller:
         )
         # One informer per served kind feeds the garbage collector's graph; the runtimes' one
         # also feeds the reconcile queue (one list and one watch per kind, shared).
-        runtimes = runtime_type()
-        reconcile = Handlers(on_add=self._added, on_update=self._updated, on_delete=self._deleted)
+        self.job_queue: WorkQueue[Key] = WorkQueue(
+            backoff_base=self.config.backoff_base,
+            backoff_max=self.config.backoff_max,
+            jitter=self.config.backoff_jitter,
+        )
+        self.jobs = JobReconciler(self._runtime)
+        # runtime key -> the keys of the jobs that name it, kept by the job informer's thread
+        # and read by the runtime informer's.
+        self._jobs_of: dict[Key, set[Key]] = {}
+        self._runtime_of: dict[Key, Key] = {}
+        self._index_lock = threading.Lock()
+        runtimes, jobs = runtime_type(), job_type()
+        own = {
+            runtimes: Handlers(
+                on_add=self._added, on_update=self._updated, on_delete=self._deleted
+            ),
+            jobs: Handlers(
+                on_add=self._job_seen, on_update=self._job_updated, on_delete=self._job_gone
+            ),
+        }
         self.informers = [
             Informer(
                 rt,
-                both(reconcile, self.collector.handlers(rt))
-                if rt is runtimes
+                both(own[rt], self.collector.handlers(rt))
+                if rt in own
                 else self.collector.handlers(rt),
                 resync_seconds=self.config.resync_seconds,
             )
             for rt in all_kinds()
         ]
         self.informer = next(i for i in self.informers if i.kind is runtimes)
+        self.job_informer = next(i for i in self.informers if i.kind is jobs)
         self.collector.informers = self.informers
         self.idle = threading.Event()  # set whenever the queue has drained (tests wait on it)
         self._stopping = threading.Event()  # ends a worker's rest at once
@@ -128,6 +156,9 @@ class Controller:
         for obj in objects:
             key = (obj["metadata"]["namespace"], obj["metadata"]["name"])
             outcomes[key] = self.reconciler.reconcile(*key)
+        jobs, _revision = store.list_objects(job_type())
+        for job in jobs:
+            self.jobs.reconcile(job["metadata"]["namespace"], job["metadata"]["name"])
         return outcomes
 
     # -- the loop ---------------------------------------------------------------------------------
@@ -150,6 +181,7 @@ class Controller:
             threading.Thread(target=self._collect, name=f"controller-gc-{n}")
             for n in range(self.workers)
         ]
+        threads.append(threading.Thread(target=self._work_jobs, name="controller-job-worker"))
         try:
             for thread in threads:
                 thread.daemon = True
@@ -161,6 +193,7 @@ class Controller:
                 informer.close()
             self.queue.shut_down()
             self.collector.queue.shut_down()
+            self.job_queue.shut_down()
             for thread in threads:
                 if thread.is_alive():
                     thread.join(timeout=30)
@@ -170,10 +203,12 @@ class Controller:
     # -- the informer's handlers (on its thread) -----------------------------------------------
 
     def _added(self, obj: Obj) -> None:
+        self._queue_jobs_of(key_of(obj))
         self.queue.add(key_of(obj))
 
     def _updated(self, old: Obj, new: Obj) -> None:
         key = key_of(new)
+        self._queue_jobs_of(key)
         if old["metadata"]["resourceVersion"] == new["metadata"]["resourceVersion"]:
             # A resync (or a re-list of an unchanged runtime): inspect afresh, so a signature
             # or an image removed since the last verdict is noticed.
@@ -187,6 +222,7 @@ class Controller:
 
     def _deleted(self, obj: Obj) -> None:
         key = key_of(obj)
+        self._queue_jobs_of(key)
         self.reconciler.forget(*key)
         self.queue.forget(key)
         self.queue.add(key)  # its reconcile finds it gone and lets go of it
@@ -196,6 +232,74 @@ class Controller:
         try:
             share = min(1.0, self.config.cpu_share / self.workers)
             self.collector.work(self._stopping, share, keeper.refresh)
+        finally:
+            connection.close()
+
+    # -- jobs ------------------------------------------------------------------------------------
+
+    def _runtime(self, namespace: str, name: str) -> Obj | None:
+        """A job's runtime: from the runtime informer's cache, else (not seen yet) the store."""
+        cached = self.informer.get((namespace, name))
+        if cached is not None:
+            return cached
+        try:
+            return store.get(runtime_type(), namespace, name)
+        except Exception:  # NotFound, mostly; a database error is the same "not now"
+            return None
+
+    def _queue_jobs_of(self, runtime: Key) -> None:
+        with self._index_lock:
+            keys = list(self._jobs_of.get(runtime, ()))
+        for key in keys:
+            self.job_queue.add(key)
+
+    def _job_seen(self, job: Obj) -> None:
+        key = key_of(job)
+        runtime = runtime_key(job)
+        with self._index_lock:
+            previous = self._runtime_of.pop(key, None)
+            if previous is not None:
+                self._jobs_of.get(previous, set()).discard(key)
+            if runtime is not None:
+                self._runtime_of[key] = runtime
+                self._jobs_of.setdefault(runtime, set()).add(key)
+        self.job_queue.add(key)
+
+    def _job_updated(self, _old: Obj, new: Obj) -> None:
+        self._job_seen(new)
+
+    def _job_gone(self, job: Obj) -> None:
+        key = key_of(job)
+        with self._index_lock:
+            runtime = self._runtime_of.pop(key, None)
+            if runtime is not None:
+                jobs = self._jobs_of.get(runtime, set())
+                jobs.discard(key)
+                if not jobs:
+                    self._jobs_of.pop(runtime, None)
+        self.job_queue.forget(key)
+
+    def _work_jobs(self) -> None:
+        keeper = ConnectionKeeper()
+        failed = False
+        try:
+            while True:
+                key = self.job_queue.get(timeout=0.5)
+                if key is None:
+                    if self.job_queue.shutting_down:
+                        return
+                    continue
+                try:
+                    keeper.refresh(failed=failed)
+                    failed = False
+                    self.jobs.reconcile(*key)
+                    self.job_queue.forget(key)
+                except Exception:
+                    failed = True
+                    delay = self.job_queue.add_rate_limited(key)
+                    log.exception("job %s/%s: reconcile failed; retrying in %.1fs", *key, delay)
+                finally:
+                    self.job_queue.done(key)
         finally:
             connection.close()
 

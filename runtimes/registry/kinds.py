@@ -1,4 +1,5 @@
-"""Registers the kinds the store serves: TrainingRuntime and the read-only Accelerator catalog."""
+"""Registers the kinds the store serves: TrainingRuntime, TrainingJob and the read-only Accelerator
+catalog."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from runtimes.catalog.accelerators import ACCELERATOR_COLUMNS, accelerator_table
 from runtimes.registry.accelerator_schema import ACCELERATOR
 from runtimes.registry.resources import REGISTRY, ResourceType, register
 from runtimes.registry.strategy import Strategy
+from runtimes.registry.trainingjob import schema as job_schema
+from runtimes.registry.trainingjob import strategy as trainingjob
 from runtimes.registry.trainingruntime import schema
 from runtimes.registry.trainingruntime import strategy as trainingruntime
 
@@ -29,6 +32,27 @@ TRAINING_RUNTIMES = register(
         columns=trainingruntime.COLUMNS,
         subresources=("status", "compile"),
         field_types=merge_types(schema.TRAINING_RUNTIME),
+        schema=schema.TRAINING_RUNTIME,
+    )
+)
+
+TRAINING_JOBS = register(
+    ResourceType(
+        group=GROUP,
+        version=VERSION,
+        kind=job_schema.KIND,
+        plural=job_schema.PLURAL,
+        singular="trainingjob",
+        namespaced=True,
+        strategy=trainingjob.STRATEGY,
+        status_strategy=trainingjob.STATUS_STRATEGY,
+        short_names=("tj",),
+        categories=("nodus",),
+        selectable_fields=job_schema.SELECTABLE_FIELDS,
+        columns=trainingjob.COLUMNS,
+        subresources=("status",),
+        field_types=merge_types(job_schema.TRAINING_JOB),
+        schema=job_schema.TRAINING_JOB,
     )
 )
 
@@ -50,6 +74,7 @@ ACCELERATORS = register(
         categories=("nodus",),
         read_only=True,
         field_types=merge_types(ACCELERATOR),
+        schema=ACCELERATOR,
         columns=tuple(
             (c["name"], c["type"], c["description"], c["priority"], _accelerator_cell(index))
             for index, c in enumerate(ACCELERATOR_COLUMNS)

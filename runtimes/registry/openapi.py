@@ -17,23 +17,20 @@ from typing import Any
 import orjson
 
 from runtimes.apimachinery.meta import API_VERSION, GROUP, VERSION
-from runtimes.registry.accelerator_schema import ACCELERATOR
+from runtimes.registry.kinds import all_kinds
 from runtimes.registry.openapi_schemas import (
-    ACCELERATOR_GVK,
-    ACCELERATOR_LIST,
-    GVK,
     META,
-    RUNTIME,
-    RUNTIME_LIST,
+    component,
     component_schemas,
+    gvk,
+    list_component,
     ref,
 )
-from runtimes.registry.trainingruntime.schema import KIND, PLURAL
+from runtimes.registry.resources import ResourceType
 
 Operation = dict[str, Any]
 GV_PATH = f"apis/{GROUP}/{VERSION}"
 PREFIX = f"/apis/{GROUP}/{VERSION}"
-NAMESPACED = f"{PREFIX}/namespaces/{{namespace}}/{PLURAL}"
 PATCH_MEDIA_TYPES = (
     "application/json-patch+json",
     "application/merge-patch+json",
@@ -151,6 +148,7 @@ def _responses(
 
 
 def _operation(
+    kind: str,
     action: str,
     verb: str,
     scope: str,
@@ -158,7 +156,6 @@ def _operation(
     responses: Operation,
     params: list[Operation] | None = None,
     body: Operation | None = None,
-    gvk: dict[str, str] = GVK,
 ) -> Operation:
     op: Operation = {
         "tags": [_TAG],
@@ -166,7 +163,7 @@ def _operation(
         "operationId": f"{verb}{_OP_SUFFIX}{scope}",
         "responses": responses,
         "x-kubernetes-action": action,
-        "x-kubernetes-group-version-kind": dict(gvk),
+        "x-kubernetes-group-version-kind": gvk(kind),
     }
     if params:
         op["parameters"] = params
@@ -175,8 +172,55 @@ def _operation(
     return op
 
 
+def _documented() -> list[ResourceType]:
+    """The kinds the document describes: those with a schema."""
+    return [rt for rt in all_kinds() if rt.schema is not None]
+
+
 def _paths() -> dict[str, Any]:
-    runtime, runtime_list = ref(RUNTIME), ref(RUNTIME_LIST)
+    paths: dict[str, Any] = {}
+    for rt in _documented():
+        paths.update(_kind_paths(rt))
+    return paths
+
+
+def _read_only_paths(rt: ResourceType) -> dict[str, Any]:
+    """A read-only, cluster-scoped kind (the Accelerator catalog): get, list and watch only;
+    kubectl explain finds it by these operations' GVK."""
+    collection = f"{PREFIX}/{rt.plural}"
+    list_media = (*_BODY_MEDIA_TYPES, "application/json;stream=watch")
+    return {
+        collection: {
+            "get": _operation(
+                rt.kind,
+                "list",
+                "list",
+                rt.kind,
+                f"list or watch {rt.kind}s",
+                _responses(_ok(ref(list_component(rt)), "200"), list_media),
+                _LIST_PARAMS,
+            ),
+            "parameters": [_PRETTY],
+        },
+        f"{collection}/{{name}}": {
+            "get": _operation(
+                rt.kind,
+                "get",
+                "read",
+                rt.kind,
+                f"read the specified {rt.kind}",
+                _responses(_ok(ref(component(rt)), "200")),
+            ),
+            "parameters": [_path_param("name", f"The name of the {rt.kind}."), _PRETTY],
+        },
+    }
+
+
+def _kind_paths(rt: ResourceType) -> dict[str, Any]:
+    if rt.read_only:
+        return _read_only_paths(rt)
+    namespaced = f"{PREFIX}/namespaces/{{namespace}}/{rt.plural}"
+    runtime, runtime_list = ref(component(rt)), ref(list_component(rt))
     list_media = (*_BODY_MEDIA_TYPES, "application/json;stream=watch")
     body = {"required": True, **_content(runtime)}
     patch_body = {
@@ -184,15 +228,16 @@ def _paths() -> dict[str, Any]:
         **_content({"type": "object", "description": "The patch."}, PATCH_MEDIA_TYPES),
     }
     namespace = _path_param("namespace", "The project (namespace) of the objects.")
-    name = _path_param("name", f"The name of the {KIND}.")
-    ns_scope, kind = f"Namespaced{KIND}", KIND
+    name = _path_param("name", f"The name of the {rt.kind}.")
+    ns_scope = f"Namespaced{rt.kind}"
 
     def item_ops(scope: str, what: str) -> dict[str, Operation]:
         return {
             "get": _operation(
-                "get", "read", scope, f"read the {what}", _responses(_ok(runtime, "200"))
+                rt.kind, "get", "read", scope, f"read the {what}", _responses(_ok(runtime, "200"))
             ),
             "put": _operation(
+                rt.kind,
                 "put",
                 "replace",
                 scope,
@@ -202,6 +247,7 @@ def _paths() -> dict[str, Any]:
                 body,
             ),
             "patch": _operation(
+                rt.kind,
                 "patch",
                 "patch",
                 scope,
@@ -212,12 +258,13 @@ def _paths() -> dict[str, Any]:
             ),
         }
 
-    item = item_ops(ns_scope, f"specified {KIND}")
+    item = item_ops(ns_scope, f"specified {rt.kind}")
     item["delete"] = _operation(
+        rt.kind,
         "delete",
         "delete",
         ns_scope,
-        f"delete a {KIND}",
+        f"delete a {rt.kind}",
         _responses(_ok(ref(META + "Status"), "200", "202")),
         _DELETE_PARAMS,
         {**_content(ref(META + "DeleteOptions"))},
@@ -234,79 +281,62 @@ def _paths() -> dict[str, Any]:
         "offerings and the estimate, or the field errors that stop it.",
         "x-kubernetes-preserve-unknown-fields": True,
     }
-    accelerator, accelerators = ref(ACCELERATOR.component), f"{PREFIX}/accelerators"
-    return {
-        # Accelerators are read-only and cluster-scoped: get, list and watch only.
-        accelerators: {
+    paths: dict[str, Any] = {
+        f"{PREFIX}/{rt.plural}": {
             "get": _operation(
+                rt.kind,
                 "list",
                 "list",
-                "Accelerator",
-                "list or watch Accelerators",
-                _responses(_ok(ref(ACCELERATOR_LIST), "200"), list_media),
-                _LIST_PARAMS,
-                gvk=ACCELERATOR_GVK,
-            ),
-            "parameters": [_PRETTY],
-        },
-        f"{accelerators}/{{name}}": {
-            "get": _operation(
-                "get",
-                "read",
-                "Accelerator",
-                "read the specified Accelerator",
-                _responses(_ok(accelerator, "200")),
-                gvk=ACCELERATOR_GVK,
-            ),
-            "parameters": [_path_param("name", "The name of the Accelerator."), _PRETTY],
-        },
-        f"{PREFIX}/{PLURAL}": {
-            "get": _operation(
-                "list",
-                "list",
-                f"{kind}ForAllNamespaces",
-                f"list or watch {KIND}s in every project",
+                f"{rt.kind}ForAllNamespaces",
+                f"list or watch {rt.kind}s in every project",
                 _responses(_ok(runtime_list, "200"), list_media),
                 _LIST_PARAMS,
             ),
             "parameters": [_PRETTY],
         },
-        NAMESPACED: {
+        namespaced: {
             "get": _operation(
+                rt.kind,
                 "list",
                 "list",
                 ns_scope,
-                f"list or watch {KIND}s",
+                f"list or watch {rt.kind}s",
                 _responses(_ok(runtime_list, "200"), list_media),
                 _LIST_PARAMS,
             ),
             "post": _operation(
+                rt.kind,
                 "post",
                 "create",
                 ns_scope,
-                f"create a {KIND}",
+                f"create a {rt.kind}",
                 _responses(_ok(runtime, "200", "201", "202")),
                 _WRITE_PARAMS,
                 body,
             ),
             "delete": _operation(
+                rt.kind,
                 "deletecollection",
                 "deletecollection",
                 ns_scope,
-                f"delete a collection of {KIND}s",
+                f"delete a collection of {rt.kind}s",
                 _responses(_ok(ref(META + "Status"), "200")),
                 [*_LIST_PARAMS, *_DELETE_PARAMS],
                 {**_content(ref(META + "DeleteOptions"))},
             ),
             "parameters": [namespace, _PRETTY],
         },
-        f"{NAMESPACED}/{{name}}": {**item, "parameters": [name, namespace, _PRETTY]},
-        f"{NAMESPACED}/{{name}}/status": {
-            **item_ops(f"{ns_scope}Status", f"status of the specified {KIND}"),
+        f"{namespaced}/{{name}}": {**item, "parameters": [name, namespace, _PRETTY]},
+    }
+    if "status" in rt.subresources:
+        paths[f"{namespaced}/{{name}}/status"] = {
+            **item_ops(f"{ns_scope}Status", f"status of the specified {rt.kind}"),
             "parameters": [name, namespace, _PRETTY],
-        },
-        f"{NAMESPACED}/{{name}}/compile": {
+        }
+    if "compile" in rt.subresources:
+        paths[f"{namespaced}/{{name}}/compile"] = {
             "post": _operation(
+                rt.kind,
                 "post",
                 "compile",
                 ns_scope,
@@ -316,8 +346,8 @@ def _paths() -> dict[str, Any]:
                 {"required": True, **_content(compile_request)},
             ),
             "parameters": [name, namespace, _PRETTY],
-        },
-    }
+        }
+    return paths
 
 
 def openapi_v3_document() -> dict[str, Any]:
@@ -331,7 +361,7 @@ def _document() -> dict[str, Any]:
         "openapi": "3.0.0",
         "info": {"title": "Nodus console", "version": API_VERSION},
         "paths": _paths(),
-        "components": {"schemas": component_schemas()},
+        "components": {"schemas": component_schemas(_documented())},
     }
 
 

@@ -1,10 +1,11 @@
 """OpenAPI v3 component schemas generated from the resource schema.
 
-`component_schemas` turns the `Field` tree of ``runtimes.registry.trainingruntime.schema`` into the
-``components.schemas`` map of the group-version document, shaped as kube-apiserver publishes
-custom resources: ``dev.nodus.v1beta1.TrainingRuntime`` with its GVK list and selectable
-fields, nested kinds referenced through ``allOf`` (so descriptions survive for
-``kubectl explain``), quantities as int-or-string, free-form JSON Schema preserved.
+`component_schemas` turns the `Field` tree of every kind with a schema (``ResourceType.schema``:
+TrainingRuntime, TrainingJob) into the ``components.schemas`` map of the group-version document,
+shaped as kube-apiserver publishes custom resources: ``dev.nodus.v1beta1.<Kind>`` with its GVK
+list and selectable fields, a ``<Kind>List``, nested kinds referenced through ``allOf`` (so
+descriptions survive for ``kubectl explain``), quantities as int-or-string, free-form JSON
+Schema preserved.
 Also the meta/v1 kinds the operations need (ListMeta, Status, DeleteOptions, WatchEvent).
 """
 
@@ -15,18 +16,23 @@ from typing import Any
 from runtimes.apimachinery.formats import FORMAT_PATTERNS, OPENAPI_FORMATS
 from runtimes.apimachinery.meta import GROUP, PRECONDITION_FIELDS, VERSION
 from runtimes.apimachinery.schema_nodes import Field
-from runtimes.registry.accelerator_schema import ACCELERATOR
-from runtimes.registry.accelerator_schema import KIND as ACCELERATOR_KIND
-from runtimes.registry.trainingruntime.schema import KIND, SELECTABLE_FIELDS, TRAINING_RUNTIME
+from runtimes.registry.resources import ResourceType
 
 Schema = dict[str, Any]
 REF_PREFIX = "#/components/schemas/"
-RUNTIME = TRAINING_RUNTIME.component
-RUNTIME_LIST = f"dev.nodus.{VERSION}.{KIND}List"
 META = "io.k8s.apimachinery.pkg.apis.meta.v1."
-GVK = {"group": GROUP, "version": VERSION, "kind": KIND}
-ACCELERATOR_GVK = {**GVK, "kind": ACCELERATOR_KIND}
-ACCELERATOR_LIST = f"dev.nodus.{VERSION}.{ACCELERATOR_KIND}List"
+
+
+def gvk(kind: str) -> dict[str, str]:
+    return {"group": GROUP, "version": VERSION, "kind": kind}
+
+
+def component(rt: ResourceType) -> str:
+    return f"dev.nodus.{VERSION}.{rt.kind}"
+
+
+def list_component(rt: ResourceType) -> str:
+    return f"dev.nodus.{VERSION}.{rt.kind}List"
 
 
 def ref(name: str) -> Schema:
@@ -218,38 +224,28 @@ def _meta_kinds() -> dict[str, Schema]:
     }
 
 
-def component_schemas() -> dict[str, Schema]:
+def component_schemas(kinds: list[ResourceType]) -> dict[str, Schema]:
+    """The components of every kind in ``kinds`` (each with a schema), then meta/v1's."""
     components: dict[str, Schema] = {}
-    _schema(TRAINING_RUNTIME, components)
-    top = components[RUNTIME]
-    top["x-kubernetes-group-version-kind"] = [dict(GVK)]
-    top["x-kubernetes-selectable-fields"] = [{"fieldPath": p} for p in SELECTABLE_FIELDS]
-    components[RUNTIME_LIST] = {
-        "type": "object",
-        "description": f"{KIND}List is a list of {KIND}s.",
-        "required": ["items"],
-        "properties": {
-            "apiVersion": {"type": "string"},
-            "kind": {"type": "string"},
-            "items": {"type": "array", "items": ref(RUNTIME)},
-            "metadata": {"allOf": [ref(META + "ListMeta")]},
-        },
-        "x-kubernetes-group-version-kind": [{**GVK, "kind": f"{KIND}List"}],
-    }
-    # Read-only Accelerators: kubectl explain finds them by their get and list paths' GVK.
-    _schema(ACCELERATOR, components)
-    components[ACCELERATOR.component]["x-kubernetes-group-version-kind"] = [dict(ACCELERATOR_GVK)]
-    components[ACCELERATOR_LIST] = {
-        "type": "object",
-        "description": f"{ACCELERATOR_KIND}List is a list of {ACCELERATOR_KIND}s.",
-        "required": ["items"],
-        "properties": {
-            "apiVersion": {"type": "string"},
-            "kind": {"type": "string"},
-            "items": {"type": "array", "items": ref(ACCELERATOR.component)},
-            "metadata": {"allOf": [ref(META + "ListMeta")]},
-        },
-        "x-kubernetes-group-version-kind": [dict(ACCELERATOR_GVK, kind=f"{ACCELERATOR_KIND}List")],
-    }
+    for rt in kinds:
+        assert rt.schema is not None
+        assert rt.schema.component == component(rt)
+        _schema(rt.schema, components)
+        top = components[component(rt)]
+        top["x-kubernetes-group-version-kind"] = [gvk(rt.kind)]
+        if rt.selectable_fields:
+            top["x-kubernetes-selectable-fields"] = [{"fieldPath": p} for p in rt.selectable_fields]
+        components[list_component(rt)] = {
+            "type": "object",
+            "description": f"{rt.kind}List is a list of {rt.kind}s.",
+            "required": ["items"],
+            "properties": {
+                "apiVersion": {"type": "string"},
+                "kind": {"type": "string"},
+                "items": {"type": "array", "items": ref(component(rt))},
+                "metadata": {"allOf": [ref(META + "ListMeta")]},
+            },
+            "x-kubernetes-group-version-kind": [gvk(f"{rt.kind}List")],
+        }
     components.update(_meta_kinds())
     return components

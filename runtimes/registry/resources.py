@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runtimes.apimachinery.fieldsets import ListTypes
+from runtimes.apimachinery.schema_nodes import Field
 from runtimes.registry.strategy import StatusStrategy, Strategy
 
 
@@ -41,6 +42,9 @@ class ResourceType:
     @property
     def merge_types(self) -> ListTypes:
         return self.field_types or ListTypes(self.list_map_keys)
+
+    # The kind's resource schema: its OpenAPI component (kubectl explain) is generated from it.
+    schema: Field | None = None
 
     @property
     def api_version(self) -> str:

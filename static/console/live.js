@@ -121,3 +121,60 @@ document.addEventListener("htmx:load", function (event) {
   var panel = event.target.querySelector && event.target.querySelector(".facet-panel");
   if (panel && window.matchMedia("(max-width: 800px)").matches && !location.search) panel.open = false;
 });
+
+// "Create job" on a runtime's Parameters tab: POSTs the manifest shown beside it to the API,
+// as the signed-in user (session and CSRF token), and says what the API answered.
+document.addEventListener("click", function (event) {
+  var button = event.target.closest && event.target.closest("[data-create-job]");
+  if (!button) return;
+  if (!button.dataset.body || !document.getElementById("create-job-result")) return;
+  var headers = JSON.parse(document.body.getAttribute("hx-headers") || "{}");
+  var jobs = button.dataset.jobs;
+  button.disabled = true;
+  document.getElementById("create-job-result").textContent = "Creating…";
+  fetch(button.dataset.createJob, {
+    method: "POST",
+    credentials: "same-origin",
+    headers: { "Content-Type": "application/json", "Accept": "application/json", "X-CSRFToken": headers["X-CSRFToken"] || "" },
+    body: button.dataset.body
+  }).then(function (response) {
+    return response.json().then(function (body) { return { status: response.status, body: body }; });
+  }).then(function (answer) {
+    // Looked up again: the output panel may have been redrawn while the request was out.
+    var result = document.getElementById("create-job-result");
+    if (!result) return;
+    result.textContent = "";
+    if (answer.status === 201) {
+      var name = answer.body.metadata.name;
+      result.className = "small notice ok";
+      result.appendChild(document.createTextNode("Created job " + name + ": "));
+      var link = document.createElement("a");
+      link.href = jobs + "/" + encodeURIComponent(name);
+      link.textContent = "open it";
+      result.appendChild(link);
+      result.appendChild(document.createTextNode(" or see all "));
+      var all = document.createElement("a");
+      all.href = jobs;
+      all.textContent = "jobs";
+      result.appendChild(all);
+      return;
+    }
+    result.className = "small notice bad";
+    result.appendChild(document.createTextNode(answer.body.message || ("HTTP " + answer.status)));
+    var causes = (answer.body.details && answer.body.details.causes) || [];
+    if (causes.length) {
+      var list = document.createElement("ul");
+      causes.forEach(function (cause) {
+        var item = document.createElement("li");
+        item.textContent = (cause.field ? cause.field + ": " : "") + cause.message;
+        list.appendChild(item);
+      });
+      result.appendChild(list);
+    }
+  }).catch(function () {
+    var result = document.getElementById("create-job-result");
+    if (!result) return;
+    result.className = "small notice bad";
+    result.textContent = "The API could not be reached; try again.";
+  }).finally(function () { button.disabled = false; });
+});

@@ -74,7 +74,7 @@ def test_it_ships_every_family_and_variant() -> None:
     ]  # fmt: skip
     assert set(cat.classes) == {
         "h100-80g", "h100-94g", "h200-141g", "b200-180g", "a100-40g", "a100-80g",
-        "l40s-48g", "l4-24g", "rtx-4090-24g", "mi300x-192g",
+        "l40s-48g", "l4-24g", "rtx-4090", "mi300x-192g",
     }  # fmt: skip
     assert cat.variant("h100-94g-nvl").memory == "94Gi"
     assert cat.family_of("a100-80g-pcie").name == "A100"

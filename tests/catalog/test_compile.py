@@ -377,11 +377,9 @@ def test_it_serialises_the_result_to_json(catalog: AcceleratorCatalog) -> None:
 
 def test_it_merges_objects_deeply_and_replaces_everything_else() -> None:
     base = {"a": {"b": 1, "c": [1, 2]}, "d": 1}
-    assert deep_merge(base, {"a": {"c": [3]}, "e": None}) == {
-        "a": {"b": 1, "c": [3]},
-        "d": 1,
-        "e": None,
-    }
+    # A JSON merge patch: objects merge, arrays are replaced, null removes (here d, and e,
+    # which was never there).
+    assert deep_merge(base, {"a": {"c": [3]}, "d": None, "e": None}) == {"a": {"b": 1, "c": [3]}}
     assert base == {"a": {"b": 1, "c": [1, 2]}, "d": 1}
     assert provenance({"a/b": 1, "t~": {"x": 2}}, {"t~": {"x": 2}}) == {
         "/a~1b": "default",

@@ -18,7 +18,7 @@ CATALOGS = [pytest.param(stub_catalog(), id="stub"), pytest.param(catalog(), id=
         ("H100", False, {"h100-80g", "h100-94g"}),
         ("L4", False, {"l4-24g"}),
         ("L40S", False, {"l40s-48g"}),
-        ("RTX 4090", False, {"rtx-4090-24g"}),
+        ("RTX 4090", False, {"rtx-4090"}),
         ("A100", False, {"a100-40g", "a100-80g"}),
         ("h100-80g-pcie", False, {"h100-80g", "h100-94g"}),
         ("h100-80g-pcie", True, {"h100-80g"}),

@@ -12,6 +12,7 @@ from django.utils.html import escape
 
 from runtimes.apimachinery.errors import REASONS
 from runtimes.console.docs import api_fields
+from runtimes.registry.kinds import TRAINING_JOBS, TRAINING_RUNTIMES
 
 pytestmark = pytest.mark.django_db
 
@@ -50,6 +51,17 @@ def test_it_documents_every_schema_field_in_the_api_reference() -> None:
         assert f">{path}" in body
 
 
+def test_it_documents_the_training_job_beside_the_runtime() -> None:
+    body = Client().get("/docs/api").content.decode()
+    paths = [f.path for f in api_fields(TRAINING_JOBS)]
+    assert "spec.distributed.nodes" in paths
+    assert "status.compiled.offerings" in paths
+    for field in api_fields(TRAINING_JOBS):
+        assert f'<tr id="{field.anchor}">' in body
+    assert body.count('id="f-spec-launcher"') == 1  # the runtime's anchors are unchanged
+    assert "kubectl explain tj.spec" in body
+
+
 def test_it_shows_enums_defaults_and_types() -> None:
     fields = {f.path: f for f in api_fields()}
     launcher = fields["spec.launcher"]
@@ -75,5 +87,6 @@ def test_it_links_status_docs_to_a_page_that_exists(api: Any) -> None:
 def test_it_indents_every_field_depth_with_a_stylesheet_rule() -> None:
     # The CSP allows no style attributes: each nesting depth is a rule in console.css.
     css = (Path(settings.BASE_DIR) / "static" / "console" / "console.css").read_text()
-    for depth in {f.depth for f in api_fields()} - {1}:
+    depths = {f.depth for rt in (TRAINING_RUNTIMES, TRAINING_JOBS) for f in api_fields(rt)}
+    for depth in depths - {1}:
         assert f'.fields .path[data-depth="{depth}"] {{ --depth: {depth}; }}' in css

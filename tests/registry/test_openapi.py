@@ -21,6 +21,7 @@ from runtimes.registry.trainingruntime.schema import field_help
 
 GVK = {"group": "nodus.dev", "version": "v1beta1", "kind": "TrainingRuntime"}
 NS = "/apis/nodus.dev/v1beta1/namespaces/{namespace}/trainingruntimes"
+JOBS = "/apis/nodus.dev/v1beta1/namespaces/{namespace}/trainingjobs"
 VERBS = ("get", "put", "post", "patch", "delete")
 DOC = openapi_v3_document()
 SCHEMAS = DOC["components"]["schemas"]
@@ -65,6 +66,10 @@ def test_it_has_the_paths_kubectl_uses() -> None:
         NS + "/{name}",
         NS + "/{name}/status",
         NS + "/{name}/compile",
+        "/apis/nodus.dev/v1beta1/trainingjobs",
+        JOBS,
+        JOBS + "/{name}",
+        JOBS + "/{name}/status",
         # Read-only Accelerators: get, list and watch (kubectl explain finds a kind by them).
         "/apis/nodus.dev/v1beta1/accelerators",
         "/apis/nodus.dev/v1beta1/accelerators/{name}",
@@ -80,7 +85,13 @@ def test_it_has_the_paths_kubectl_uses() -> None:
 def test_it_puts_a_gvk_object_and_an_action_on_every_operation() -> None:
     actions = set()
     for path, verb, op in _operations():
-        kind = "Accelerator" if "/accelerators" in path else "TrainingRuntime"
+        kind = (
+            "Accelerator"
+            if "/accelerators" in path
+            else "TrainingJob"
+            if "/trainingjobs" in path
+            else "TrainingRuntime"
+        )
         assert op["x-kubernetes-group-version-kind"] == {**GVK, "kind": kind}, (path, verb)
         actions.add(op["x-kubernetes-action"])
     assert actions == {"list", "post", "get", "put", "patch", "delete", "deletecollection"}
@@ -88,7 +99,7 @@ def test_it_puts_a_gvk_object_and_an_action_on_every_operation() -> None:
 
 def test_it_declares_patch_params_and_exactly_three_patch_media_types() -> None:
     patches = [(path, op) for path, verb, op in _operations() if verb == "patch"]
-    assert len(patches) == 2  # the object and its status
+    assert len(patches) == 4  # the object and its status, of each kind
     for path, op in patches:
         assert _params(path, op) >= {"dryRun", "fieldManager", "fieldValidation", "force"}
         assert list(op["requestBody"]["content"]) == list(PATCH_MEDIA_TYPES)
@@ -119,7 +130,7 @@ def test_it_declares_list_and_watch_params_on_list_operations() -> None:
         "sendInitialEvents",
     }
     lists = [(p, op) for p, verb, op in _operations() if op["x-kubernetes-action"] == "list"]
-    assert len(lists) == 3
+    assert len(lists) == 5  # in every project and in one of each namespaced kind, and Accelerators
     for path, op in lists:
         assert _params(path, op) >= wanted
         assert "application/json;stream=watch" in op["responses"]["200"]["content"]

@@ -245,7 +245,7 @@ SPEC = obj(
     ),
     estimate=obj(
         "Estimate holds step and task times measured by the nightly runs, keyed by accelerator "
-        "class (h100-80g, rtx-4090-24g …).",
+        "class (h100-80g, rtx-4090 …).",
         _v1beta1("RuntimeEstimate"),
         secondsPerStep=_seconds_by_class(
             "SecondsPerStep is for training: a job's expected duration is steps times this, "

@@ -212,12 +212,12 @@ def _preset_errors(spec: dict[str, Any]) -> list[FieldError]:
 
 
 def _estimate_errors(spec: dict[str, Any], catalog: AcceleratorCatalog) -> list[FieldError]:
-    """Estimate keys are accelerator classes from the catalog."""
+    """Estimate keys are accelerator classes from the catalog (or an earlier name of one)."""
     classes = sorted(catalog.classes)
     estimate = _dict(spec, "estimate")
     return [
         fe.not_supported(f"spec.estimate.{name}[{key}]", key, classes)
         for name in ("secondsPerStep", "secondsPerTask")
         for key in _dict(estimate, name)
-        if key not in catalog.classes
+        if key not in catalog.classes and key not in getattr(catalog, "class_aliases", {})
     ]

@@ -1,0 +1,1 @@
+"""The TrainingJob kind: a run asked of a TrainingRuntime, admitted only when it compiles."""
