@@ -14,6 +14,7 @@ from runtimes.api import (
     discovery,
     health_views,
     loopreads,
+    namespaces,
     objects,
     openapi_views,
     whoami,
@@ -25,6 +26,8 @@ from runtimes.apimachinery.meta import API_VERSION, GROUP
 from runtimes.registry import authorization
 
 GV = f"apis/{API_VERSION}"
+# The core group: Events (the controller's), and Namespaces (the projects) by their own views.
+CORE = "api/v1"
 
 _collection = objects.CollectionView.as_view()
 _pooled_item = pooled(objects.ItemView.as_view())
@@ -93,7 +96,14 @@ urlpatterns = [
     path("version", discovery.VersionView.as_view()),
     path("version/", discovery.VersionView.as_view()),
     path("api", discovery.CoreDiscoveryView.as_view()),
-    path("api/v1/namespaces/<str:name>", discovery.NamespaceView.as_view()),
+    path(CORE, discovery.CoreVersionView.as_view()),
+    path(f"{CORE}/namespaces", namespaces.NamespaceListView.as_view()),
+    path(f"{CORE}/namespaces/<str:name>", namespaces.NamespaceView.as_view()),
+    path(f"{CORE}/watch/namespaces/<str:namespace>/<str:plural>", legacy_watch),
+    path(f"{CORE}/watch/<str:plural>", legacy_watch),
+    path(f"{CORE}/namespaces/<str:namespace>/<str:plural>", collection),
+    path(f"{CORE}/namespaces/<str:namespace>/<str:plural>/<str:name>", item),
+    path(f"{CORE}/<str:plural>", collection),
     path("apis", discovery.GroupsDiscoveryView.as_view()),
     path(f"apis/{GROUP}", discovery.GroupView.as_view()),
     path(GV, discovery.GroupVersionView.as_view()),

@@ -49,6 +49,8 @@ from runtimes.watch.informer import Handlers, Informer, Key, key_of
 log = logging.getLogger("nodus.controller")
 
 CONNECTION_CHECK_SECONDS = 60.0
+# How often expired Events are deleted (their TTL is an hour: a minute late is nothing).
+EVENT_SWEEP_SECONDS = 60.0
 
 
 class ConnectionKeeper:
@@ -121,6 +123,9 @@ class Controller:
             threading.Thread(target=self._work, name=f"controller-worker-{n}")
             for n in range(self.workers)
         ]
+        threads.append(
+            threading.Thread(target=self._expire_events, args=(stop,), name="controller-events")
+        )
         try:
             for thread in threads:
                 thread.daemon = True
@@ -159,6 +164,22 @@ class Controller:
         self.reconciler.forget(*key)
         self.queue.forget(key)
         self.queue.add(key)  # its reconcile finds it gone and lets go of it
+
+    def _expire_events(self, stop: threading.Event) -> None:
+        """Deletes expired Events every minute (the recorder also sweeps as it records)."""
+        keeper = ConnectionKeeper()
+        failed = False
+        try:
+            while not stop.wait(EVENT_SWEEP_SECONDS):
+                try:
+                    keeper.refresh(failed=failed)
+                    failed = False
+                    self.reconciler.recorder.expire()
+                except Exception:
+                    failed = True
+                    log.exception("expiring events failed; trying again in a minute")
+        finally:
+            connection.close()
 
     def _work(self) -> None:
         keeper = ConnectionKeeper()

@@ -1,4 +1,9 @@
-"""Registers the kinds the store serves: TrainingRuntime and the read-only Accelerator catalog."""
+"""Registers the kinds the API serves: TrainingRuntime, the read-only Accelerator catalog, and
+core/v1 Events (the controller's) and Namespaces (the projects, served from the accounts'
+tables rather than the store: `runtimes.api.namespaces`).
+
+TrainingRuntime is in the `all` category, as a CRD may declare, so `kubectl get all -n PROJECT`
+shows it; the cluster-scoped catalog is not (kube's `all` holds namespaced workloads only)."""
 
 from __future__ import annotations
 
@@ -7,7 +12,8 @@ from typing import Any
 from runtimes.apimachinery.meta import GROUP, VERSION
 from runtimes.apimachinery.schema_nodes import list_map_keys
 from runtimes.catalog.accelerators import ACCELERATOR_COLUMNS, accelerator_table_row
-from runtimes.registry.resources import REGISTRY, ResourceType, register
+from runtimes.registry.event import strategy as events
+from runtimes.registry.resources import REGISTRY, ResourceType, register, resource_key
 from runtimes.registry.strategy import Strategy
 from runtimes.registry.trainingruntime import schema
 from runtimes.registry.trainingruntime import strategy as trainingruntime
@@ -23,7 +29,7 @@ TRAINING_RUNTIMES = register(
         strategy=trainingruntime.STRATEGY,
         status_strategy=trainingruntime.STATUS_STRATEGY,
         short_names=("tr",),
-        categories=("nodus",),
+        categories=("nodus", "all"),
         selectable_fields=schema.SELECTABLE_FIELDS,
         columns=trainingruntime.COLUMNS,
         subresources=("status", "compile"),
@@ -48,6 +54,8 @@ ACCELERATORS = register(
         short_names=("acc",),
         categories=("nodus",),
         read_only=True,
+        read_only_fix="Accelerator objects are read-only through the API; platform admins "
+        "change the catalog file and reload it.",
         columns=tuple(
             (c["name"], c["type"], c["description"], c["priority"], _accelerator_cell(index))
             for index, c in enumerate(ACCELERATOR_COLUMNS)
@@ -56,8 +64,55 @@ ACCELERATORS = register(
 )
 
 
-def lookup(plural: str) -> ResourceType | None:
-    return REGISTRY.get(plural)
+EVENTS = register(
+    ResourceType(
+        group="",
+        version="v1",
+        kind=events.KIND,
+        plural="events",
+        singular="event",
+        namespaced=True,
+        strategy=events.STRATEGY,
+        short_names=("ev",),
+        read_only=True,
+        read_only_fix="Events are written by nodus's controller as it reconciles; they expire "
+        "after an hour (NODUS_EVENTS_TTL_SECONDS).",
+        selectable_fields=events.SELECTABLE_FIELDS,
+        columns=events.COLUMNS,
+        name_and_age_columns=False,
+    )
+)
+
+NAMESPACES = register(
+    ResourceType(
+        group="",
+        version="v1",
+        kind="Namespace",
+        plural="namespaces",
+        singular="namespace",
+        namespaced=False,
+        strategy=Strategy(),
+        short_names=("ns",),
+        read_only=True,
+        read_only_fix="Namespaces are nodus projects: platform admins create them in the console "
+        "or with `manage.py createproject`.",
+        served_verbs=("get", "list"),
+        columns=(
+            (
+                "Status",
+                "string",
+                "The status of the namespace",
+                0,
+                lambda obj: (obj.get("status") or {}).get("phase", ""),
+            ),
+        ),
+    )
+)
+
+
+def lookup(plural: str, group: str = GROUP) -> ResourceType | None:
+    """The kind served as `plural` in `group` (ours unless named; "" is the core group)."""
+    return REGISTRY.get(resource_key(plural, group))
 
 
 def all_kinds() -> list[ResourceType]:

@@ -33,6 +33,13 @@ class ResourceType:
     subresources: tuple[str, ...] = field(default=())
     # Lists of maps merged by key in server-side apply (all other lists are atomic).
     list_map_keys: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # Why a read-only kind is read-only and how to change it anyway: the 405's fix.
+    read_only_fix: str = ""
+    # The verbs served, when not the full set (or get/list/watch for read-only kinds).
+    served_verbs: tuple[str, ...] = ()
+    # Whether Tables frame `columns` with Name first and Age last (custom resources' printer);
+    # False for kinds whose columns are kube's own complete set (core/v1 Events).
+    name_and_age_columns: bool = True
 
     @property
     def api_version(self) -> str:
@@ -45,14 +52,22 @@ class ResourceType:
 
     @property
     def verbs(self) -> list[str]:
+        if self.served_verbs:
+            return list(self.served_verbs)
         if self.read_only:
             return ["get", "list", "watch"]
         return ["delete", "deletecollection", "get", "list", "patch", "create", "update", "watch"]
 
 
+# Keyed by `ResourceType.key` (plural.group; the plural alone in the core group), as
+# kube-apiserver keys its storage by group-resource: core/v1 and nodus.dev may share a plural.
 REGISTRY: dict[str, ResourceType] = {}
 
 
 def register(rt: ResourceType) -> ResourceType:
-    REGISTRY[rt.plural] = rt
+    REGISTRY[rt.key] = rt
     return rt
+
+
+def resource_key(plural: str, group: str) -> str:
+    return f"{plural}.{group}" if group else plural
