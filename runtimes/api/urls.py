@@ -95,7 +95,9 @@ async def item(request: HttpRequest, **kwargs: Any) -> HttpResponseBase:
 urlpatterns = [
     path("version", discovery.VersionView.as_view()),
     path("version/", discovery.VersionView.as_view()),
+    # kube answers the discovery roots with a trailing slash too (kr8s asks for /api/).
     path("api", discovery.CoreDiscoveryView.as_view()),
+    path("api/", discovery.CoreDiscoveryView.as_view()),
     path(CORE, discovery.CoreVersionView.as_view()),
     path(f"{CORE}/namespaces", namespaces.NamespaceListView.as_view()),
     path(f"{CORE}/namespaces/<str:name>", namespaces.NamespaceView.as_view()),
@@ -105,6 +107,7 @@ urlpatterns = [
     path(f"{CORE}/namespaces/<str:namespace>/<str:plural>/<str:name>", item),
     path(f"{CORE}/<str:plural>", collection),
     path("apis", discovery.GroupsDiscoveryView.as_view()),
+    path("apis/", discovery.GroupsDiscoveryView.as_view()),
     path(f"apis/{GROUP}", discovery.GroupView.as_view()),
     path(GV, discovery.GroupVersionView.as_view()),
     path(f"apis/{access_review.GROUP}", access_review.GroupView.as_view()),
