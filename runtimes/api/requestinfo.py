@@ -22,12 +22,13 @@ def group_of(path: str) -> str | None:
 
 
 def kind_for(path: str, plural: str) -> ResourceType | None:
-    """The kind `plural` names under `path`'s group and version, or None (a 404)."""
+    """The kind the generic routes serve as `plural` under `path`'s group and version, or
+    None (a 404); kinds with views of their own (not `store_backed`) are never one."""
     group = group_of(path)
     if group is None:
         return None
     rt = lookup(plural, group)
-    if rt is None:
+    if rt is None or not rt.store_backed:
         return None
     parts = path.lstrip("/").split("/", 3)
     version = parts[1] if group == "" else (parts[2] if len(parts) > 2 else "")

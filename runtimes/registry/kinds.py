@@ -97,6 +97,7 @@ NAMESPACES = register(
         read_only_fix="Namespaces are nodus projects: platform admins create them in the console "
         "or with `manage.py createproject`.",
         served_verbs=("get", "list"),
+        store_backed=False,
         columns=(
             (
                 "Status",

@@ -40,6 +40,9 @@ class ResourceType:
     # Whether Tables frame `columns` with Name first and Age last (custom resources' printer);
     # False for kinds whose columns are kube's own complete set (core/v1 Events).
     name_and_age_columns: bool = True
+    # Whether the store keeps its objects, so the generic collection and item routes serve
+    # it; False for a kind with views of its own (Namespaces are the accounts' projects).
+    store_backed: bool = True
 
     @property
     def api_version(self) -> str:
