@@ -81,6 +81,13 @@ def api_group() -> dict[str, Any]:
     return api_group_document(GROUP, VERSION)
 
 
+def kube_groups() -> list[tuple[str, str]]:
+    """The built-in groups (beside core, ours and authorization) whose kinds the registry
+    holds, each with its one version: events.k8s.io/v1."""
+    found = {(rt.group, rt.version) for rt in all_kinds() if rt.group not in ("", GROUP)}
+    return sorted(found)
+
+
 def _aggregated_resources(group: str, version: str) -> list[dict[str, Any]]:
     resources = []
     for rt in served_kinds(group, version):
@@ -147,6 +154,19 @@ def aggregated(core: bool) -> dict[str, Any]:
             }
         )
         items.append(access_review.aggregated_group())
+        items += [
+            {
+                "metadata": {"name": group, "creationTimestamp": None},
+                "versions": [
+                    {
+                        "version": version,
+                        "resources": _aggregated_resources(group, version),
+                        "freshness": "Current",
+                    }
+                ],
+            }
+            for group, version in kube_groups()
+        ]
     return {
         "kind": "APIGroupDiscoveryList",
         "apiVersion": "apidiscovery.k8s.io/v2",
@@ -216,6 +236,7 @@ class CoreVersionView(KubeView):
 class GroupsDiscoveryView(_DiscoveryView):
     def legacy(self) -> dict[str, Any]:
         groups = [api_group(), access_review.api_group()]
+        groups += [api_group_document(group, version) for group, version in kube_groups()]
         for group in groups:
             group.pop("kind")
             group.pop("apiVersion")
@@ -224,16 +245,20 @@ class GroupsDiscoveryView(_DiscoveryView):
 
 class GroupView(KubeView):
     access = DISCOVERY
+    group = GROUP
+    version = VERSION
 
     def get(self, request: Request) -> Response:
-        return respond(api_group())
+        return respond(api_group_document(self.group, self.version))
 
 
 class GroupVersionView(KubeView):
     access = DISCOVERY
+    group = GROUP
+    version = VERSION
 
     def get(self, request: Request) -> Response:
-        return respond(api_resource_list())
+        return respond(api_resource_list(self.group, self.version))
 
 
 @authorization.declare(authorization.public("answers 404 to everyone: it names nothing"))

@@ -12,6 +12,7 @@ from runtimes.api import (
     access_review,
     compile_view,
     discovery,
+    eventsv1,
     health_views,
     loopreads,
     namespaces,
@@ -24,6 +25,7 @@ from runtimes.api.viewpool import pooled
 from runtimes.apimachinery import errors
 from runtimes.apimachinery.meta import API_VERSION, GROUP
 from runtimes.registry import authorization
+from runtimes.registry.event.strategy import EVENTS_GROUP
 
 GV = f"apis/{API_VERSION}"
 # The core group: Events (the controller's), and Namespaces (the projects) by their own views.
@@ -110,6 +112,20 @@ urlpatterns = [
     path("apis/", discovery.GroupsDiscoveryView.as_view()),
     path(f"apis/{GROUP}", discovery.GroupView.as_view()),
     path(GV, discovery.GroupVersionView.as_view()),
+    path(f"apis/{EVENTS_GROUP}", discovery.GroupView.as_view(group=EVENTS_GROUP, version="v1")),
+    path(
+        f"apis/{EVENTS_GROUP}/v1",
+        discovery.GroupVersionView.as_view(group=EVENTS_GROUP, version="v1"),
+    ),
+    path(f"apis/{EVENTS_GROUP}/v1/events", eventsv1.EventListView.as_view()),
+    path(
+        f"apis/{EVENTS_GROUP}/v1/namespaces/<str:namespace>/events",
+        eventsv1.EventListView.as_view(),
+    ),
+    path(
+        f"apis/{EVENTS_GROUP}/v1/namespaces/<str:namespace>/events/<str:name>",
+        eventsv1.EventView.as_view(),
+    ),
     path(f"apis/{access_review.GROUP}", access_review.GroupView.as_view()),
     path(f"apis/{access_review.API_VERSION}", access_review.GroupVersionView.as_view()),
     path(

@@ -83,6 +83,27 @@ EVENTS = register(
     )
 )
 
+# The same Events as events.k8s.io/v1 (kube serves both from one storage): read through
+# `runtimes.api.eventsv1`, which converts each core Event (regarding, note, deprecated*).
+EVENTS_V1 = register(
+    ResourceType(
+        group=events.EVENTS_GROUP,
+        version="v1",
+        kind=events.KIND,
+        plural="events",
+        singular="event",
+        namespaced=True,
+        strategy=events.STRATEGY,
+        short_names=("ev",),
+        read_only=True,
+        read_only_fix=EVENTS.read_only_fix,
+        served_verbs=("get", "list"),
+        store_backed=False,
+        columns=events.COLUMNS,
+        name_and_age_columns=False,
+    )
+)
+
 NAMESPACES = register(
     ResourceType(
         group="",

@@ -189,7 +189,7 @@ def test_it_refuses_writes_to_events(api: Api, recorded: Any, method: str) -> No
     response = api("root").request(method, path, body, content_type=kind)
     assert response.status_code == 405, response.content
     assert response.json_body["reason"] == "MethodNotAllowed"
-    assert "resources of kind \"events\"" in response.json_body["message"]
+    assert 'resources of kind "events"' in response.json_body["message"]
     assert len(names(api("root").get(EVENTS.format("demo")))) == 2
 
 
@@ -198,3 +198,64 @@ def test_it_answers_404_for_events_in_our_group_and_runtimes_in_core(
 ) -> None:
     assert api("alice").get("/apis/nodus.dev/v1beta1/namespaces/demo/events").status_code == 404
     assert api("alice").get("/api/v1/namespaces/demo/trainingruntimes").status_code == 404
+
+
+# -- events.k8s.io/v1 ----------------------------------------------------------------------------
+
+V1_EVENTS = "/apis/events.k8s.io/v1/namespaces/{}/events"
+
+
+def test_it_serves_the_same_events_as_events_k8s_io_v1(api: Api, recorded: Any) -> None:
+    uid = recorded["demo"]["metadata"]["uid"]
+    listed = api("bob").get(V1_EVENTS.format("demo"))
+    assert (listed.json_body["kind"], listed.json_body["apiVersion"]) == (
+        "EventList",
+        "events.k8s.io/v1",
+    )
+    by_reason = {e["reason"]: e for e in listed.json_body["items"]}
+    warning = by_reason["ImageNotFound"]
+    core = api("bob").get(EVENTS.format("demo") + f"/{warning['metadata']['name']}").json_body
+    # pkg/apis/events/v1 conversion: the same object under the newer field names.
+    assert warning["regarding"] == core["involvedObject"]
+    assert warning["regarding"]["uid"] == uid
+    assert warning["note"] == core["message"]
+    assert warning["reportingController"] == core["reportingComponent"]
+    assert warning["deprecatedCount"] == core["count"]
+    assert warning["deprecatedSource"] == core["source"]
+    assert warning["metadata"] == core["metadata"]
+    assert "involvedObject" not in warning
+    one = api("bob").get(V1_EVENTS.format("demo") + f"/{warning['metadata']['name']}")
+    assert one.json_body == warning
+    assert api("charlie").get(V1_EVENTS.format("demo")).status_code == 403
+    missing = api("bob").get(V1_EVENTS.format("demo") + "/nope")
+    assert missing.json_body["message"] == 'events.events.k8s.io "nope" not found'
+
+
+def test_it_selects_events_k8s_io_v1_by_its_own_field_labels(api: Api, recorded: Any) -> None:
+    uid = recorded["demo"]["metadata"]["uid"]
+    path = V1_EVENTS.format("demo") + "?fieldSelector="
+    selected = api("bob").get(path + f"regarding.uid={uid},type=Warning").json_body["items"]
+    assert [e["reason"] for e in selected] == ["ImageNotFound"]
+    assert (
+        len(names(api("bob").get(path + "reportingController=nodus.dev/runtime-controller"))) == 2
+    )
+    core_label = api("bob").get(path + "involvedObject.name=sft")
+    assert core_label.status_code == 400
+    assert core_label.json_body["message"] == "field label not supported: involvedObject.name"
+
+
+def test_it_lists_events_k8s_io_in_discovery(api: Api, recorded: Any) -> None:
+    AGGREGATED = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+    groups = api("alice").get("/apis", Accept=AGGREGATED).json_body["items"]
+    [events] = [g for g in groups if g["metadata"]["name"] == "events.k8s.io"]
+    [resource] = events["versions"][0]["resources"]
+    assert (resource["resource"], resource["scope"]) == ("events", "Namespaced")
+    assert resource["verbs"] == ["get", "list"]
+    assert api("alice").get("/apis/events.k8s.io").json_body["preferredVersion"] == {
+        "groupVersion": "events.k8s.io/v1",
+        "version": "v1",
+    }
+    listed = api("alice").get("/apis/events.k8s.io/v1").json_body
+    assert [r["name"] for r in listed["resources"]] == ["events"]
+    watch = api("alice").get(V1_EVENTS.format("demo") + "?watch=1")
+    assert watch.status_code == 405

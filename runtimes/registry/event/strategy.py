@@ -17,6 +17,58 @@ from runtimes.registry.strategy import Strategy
 
 API_VERSION = "v1"
 KIND = "Event"
+EVENTS_GROUP = "events.k8s.io"
+# events.k8s.io/v1's field labels and the core ones they are (kube's field label conversion
+# for the events group; its own spellings only, as kube accepts).
+V1_FIELD_LABELS = {
+    "regarding.kind": "involvedObject.kind",
+    "regarding.namespace": "involvedObject.namespace",
+    "regarding.name": "involvedObject.name",
+    "regarding.uid": "involvedObject.uid",
+    "regarding.apiVersion": "involvedObject.apiVersion",
+    "regarding.resourceVersion": "involvedObject.resourceVersion",
+    "regarding.fieldPath": "involvedObject.fieldPath",
+    "reportingController": "reportingComponent",
+    "reason": "reason",
+    "type": "type",
+    "metadata.name": "metadata.name",
+    "metadata.namespace": "metadata.namespace",
+}
+# core/v1 field -> events.k8s.io/v1 field (kube's Convert_core_Event_To_v1_Event).
+V1_FIELDS = {
+    "involvedObject": "regarding",
+    "related": "related",
+    "message": "note",
+    "source": "deprecatedSource",
+    "firstTimestamp": "deprecatedFirstTimestamp",
+    "lastTimestamp": "deprecatedLastTimestamp",
+    "count": "deprecatedCount",
+    "reportingComponent": "reportingController",
+    "reportingInstance": "reportingInstance",
+    "eventTime": "eventTime",
+    "series": "series",
+    "action": "action",
+    "reason": "reason",
+    "type": "type",
+}
+
+
+def to_v1(core: Obj) -> Obj:
+    """A core/v1 Event as events.k8s.io/v1 shows it (`eventTime`, which that version requires,
+    is null for a core Event written without one)."""
+    converted: Obj = {
+        "kind": KIND,
+        "apiVersion": f"{EVENTS_GROUP}/v1",
+        "metadata": core.get("metadata", {}),
+    }
+    for old, new in V1_FIELDS.items():
+        if core.get(old) not in (None, "", {}):
+            converted[new] = core[old]
+    if "eventTime" not in converted:
+        converted["eventTime"] = None
+    return converted
+
+
 TYPES = ("Normal", "Warning")
 # kube's validation: reason and action at most 128 characters, the message at most 1 KiB for
 # events.k8s.io (core/v1 keeps what it is given; the recorder clips to the same bound).
