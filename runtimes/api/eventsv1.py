@@ -69,7 +69,7 @@ class _EventsView(KubeView):
 
 
 class EventListView(_EventsView):
-    access = authorization.role({"GET": "list"})
+    access = authorization.role({"GET": "list"}, EVENTS_V1)
 
     def get(self, request: Request, namespace: str | None = None) -> Response:
         query = request.query_params.copy()
@@ -89,7 +89,7 @@ class EventListView(_EventsView):
 
 
 class EventView(_EventsView):
-    access = authorization.role({"GET": "get"})
+    access = authorization.role({"GET": "get"}, EVENTS_V1)
 
     def get(self, request: Request, namespace: str, name: str) -> Response:
         try:
