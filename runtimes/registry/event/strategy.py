@@ -108,7 +108,7 @@ class EventStrategy(Strategy):
         for key in ("kind", "name"):
             if not involved.get(key):
                 problems.append(required(f"involvedObject.{key}"))
-        if involved.get("namespace", namespace) != namespace:
+        if involved.get("namespace") not in (None, "", namespace):  # "": cluster-scoped
             problems.append(
                 invalid(
                     "involvedObject.namespace",
