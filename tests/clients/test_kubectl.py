@@ -393,6 +393,7 @@ def test_it_gets_the_projects_as_namespaces(kc: Kc) -> None:
     rows = {line.split()[0]: line.split()[1] for line in table[1:]}
     # alice is a member of demo; everyone reads the managed project; no other project shows.
     assert rows == {"demo": "Active", "nodus": "Active"}
+    assert re.search(r"^Status:\s+Active$", ok(kc()("describe", "ns", "demo")).stdout, re.M)
     one = json.loads(ok(kc()("get", "ns", "demo", "-o", "json")).stdout)
     assert one["kind"] == "Namespace"
     assert one["status"]["phase"] == "Active"
@@ -446,6 +447,7 @@ def test_it_describes_a_runtime_with_the_controllers_events(
         "MESSAGE",
     ]
     assert "trainingruntime/described" in listed.stdout
+    assert "RegistryRefused" in ok(kubectl("events", "--for", "tr/described")).stdout
     # Events are the controller's: nobody writes them through the API.
     refused = failed(kubectl("delete", "events", "--all"))
     assert "(MethodNotAllowed)" in refused.stderr
