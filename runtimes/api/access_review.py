@@ -250,6 +250,8 @@ def rules(user: Any, namespace: str) -> list[dict[str, Any]]:
         for (subresource, verb), (access, method) in ENDPOINTS.items():
             if subresource and subresource not in rt.subresources:
                 continue
+            if not subresource and verb not in rt.verbs:
+                continue  # a verb the kind does not serve (watching namespaces, say)
             where = namespace if rt.namespaced else ""
             if _allowed(user, access, method, where, "", rt):
                 resource = f"{rt.plural}/{subresource}" if subresource else rt.plural

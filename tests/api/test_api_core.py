@@ -259,3 +259,19 @@ def test_it_lists_events_k8s_io_in_discovery(api: Api, recorded: Any) -> None:
     assert [r["name"] for r in listed["resources"]] == ["events"]
     watch = api("alice").get(V1_EVENTS.format("demo") + "?watch=1")
     assert watch.status_code == 405
+
+
+def test_auth_can_i_list_names_the_core_verbs_served(api: Api, recorded: Any) -> None:
+    review = {
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SelfSubjectRulesReview",
+        "spec": {"namespace": "demo"},
+    }
+    answer = api("bob").post("/apis/authorization.k8s.io/v1/selfsubjectrulesreviews", review)
+    rules = {
+        (rule["apiGroups"][0], rule["resources"][0]): set(rule["verbs"])
+        for rule in answer.json_body["status"]["resourceRules"]
+    }
+    assert rules[("", "events")] == {"get", "list", "watch"}
+    assert rules[("events.k8s.io", "events")] == {"get", "list"}
+    assert rules[("", "namespaces")] == {"get", "list"}  # read-only, and no watch
