@@ -52,8 +52,10 @@ def test_it_answers_aggregated_discovery_with_the_content_type_client_go_checks(
     body = response.json_body
     assert body["kind"] == "APIGroupDiscoveryList"
     assert body["apiVersion"] == "apidiscovery.k8s.io/v2"
-    # Our group, then authorization.k8s.io for `kubectl auth can-i`'s access reviews.
-    group, authz = body["items"]
+    # Our group, then authorization.k8s.io for `kubectl auth can-i`'s access reviews, then
+    # events.k8s.io (the core Events in the newer shape).
+    group, authz, events = body["items"]
+    assert events["metadata"]["name"] == "events.k8s.io"
     assert group["metadata"]["name"] == "nodus.dev"
     assert authz["metadata"]["name"] == "authorization.k8s.io"
     reviews = authz["versions"][0]["resources"]
@@ -131,12 +133,14 @@ def test_it_answers_legacy_discovery_to_plain_json(alice: ApiClient) -> None:
     groups = alice.get("/apis", Accept="application/json").json_body
     version = {"groupVersion": "nodus.dev/v1beta1", "version": "v1beta1"}
     authz = {"groupVersion": "authorization.k8s.io/v1", "version": "v1"}
+    events = {"groupVersion": "events.k8s.io/v1", "version": "v1"}
     assert groups == {
         "kind": "APIGroupList",
         "apiVersion": "v1",
         "groups": [
             {"name": "nodus.dev", "versions": [version], "preferredVersion": version},
             {"name": "authorization.k8s.io", "versions": [authz], "preferredVersion": authz},
+            {"name": "events.k8s.io", "versions": [events], "preferredVersion": events},
         ],
     }
     group = alice.get("/apis/nodus.dev").json_body

@@ -448,6 +448,16 @@ def test_it_describes_a_runtime_with_the_controllers_events(
     ]
     assert "trainingruntime/described" in listed.stdout
     assert "RegistryRefused" in ok(kubectl("events", "--for", "tr/described")).stdout
+    # A watch of the core collection starts with the events there, then ends on its timeout.
+    with daphne_server.client("alice") as client:
+        watched = client.get(
+            "/api/v1/namespaces/demo/events",
+            params={"watch": "1", "timeoutSeconds": "1", "fieldSelector": "reason=RegistryRefused"},
+        )
+    lines = [json.loads(line) for line in watched.text.splitlines()]
+    assert {(e["type"], e["object"]["involvedObject"]["name"]) for e in lines} >= {
+        ("ADDED", "described")
+    }
     # Events are the controller's: nobody writes them through the API.
     refused = failed(kubectl("delete", "events", "--all"))
     assert "(MethodNotAllowed)" in refused.stderr
