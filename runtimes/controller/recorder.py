@@ -129,10 +129,15 @@ class EventRecorder:
         Never raises for the store's sake: an event is best-effort, as in kube, and must not
         fail the reconcile that reports it.
         """
-        if not may_write_status(self.account.user()):
-            log.warning("not recording %s for %s: the controller's account may not", reason, obj)
-            return None
         involved = reference(obj)
+        if not may_write_status(self.account.user()):
+            log.warning(
+                "not recording %s about %s/%s: the controller's account may not write",
+                reason,
+                involved["namespace"],
+                involved["name"],
+            )
+            return None
         namespace = involved["namespace"]
         reason = reason[:MAX_REASON]
         message = message if len(message) <= MAX_MESSAGE else message[: MAX_MESSAGE - 1] + "…"
@@ -141,8 +146,8 @@ class EventRecorder:
         try:
             self._make_room(namespace, keep=name)
             return self._write(namespace, name, involved, type_, reason, message, now)
-        except errors.ApiError as exc:
-            log.warning("recording %s for %s/%s failed: %s", reason, namespace, obj, exc)
+        except Exception:  # a lost event is logged; the reconcile it reports goes on
+            log.exception("recording %s about %s/%s failed", reason, namespace, involved["name"])
             return None
 
     def _write(

@@ -134,3 +134,12 @@ def test_it_keeps_at_most_the_cap_per_namespace(world: World) -> None:
     messages = sorted(e["message"] for e in events_about("demo", "noisy"))
     assert messages == ["attempt 2", "attempt 3", "attempt 4"]  # the least recent went first
     assert len(events_about("nodus", "quiet")) == 1  # another namespace is not touched
+
+
+def test_it_records_nothing_without_the_controllers_identity(world: World) -> None:
+    from runtimes.accounts.serviceaccounts import ServiceAccount
+
+    runtime = create_runtime("demo", "anonymous", f"{LAYOUT_REGISTRY}/x@sha256:{'ab' * 32}")
+    recorder = EventRecorder(ServiceAccount("not-a-token"))
+    assert recorder.record(runtime, "Warning", "ImageNotFound", "gone") is None
+    assert events_about("demo", "anonymous") == []
