@@ -30,6 +30,6 @@ def kind_for(path: str, plural: str) -> ResourceType | None:
     rt = lookup(plural, group)
     if rt is None or not rt.store_backed:
         return None
-    parts = path.lstrip("/").split("/", 3)
-    version = parts[1] if group == "" else (parts[2] if len(parts) > 2 else "")
+    parts = [*path.lstrip("/").split("/", 3), "", ""]
+    version = parts[1] if group == "" else parts[2]
     return rt if version == rt.version else None
