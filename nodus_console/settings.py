@@ -335,6 +335,10 @@ NODUS_CONTROLLER_BACKOFF_MAX_SECONDS = float(
     os.environ.get("NODUS_CONTROLLER_BACKOFF_MAX_SECONDS", 300)
 )
 NODUS_CONTROLLER_BACKOFF_JITTER = float(os.environ.get("NODUS_CONTROLLER_BACKOFF_JITTER", 0.25))
+# The controller's core/v1 Events: deleted when not seen again for NODUS_EVENTS_TTL_SECONDS
+# (kube's one-hour event TTL), and at most NODUS_EVENTS_PER_NAMESPACE per project.
+NODUS_EVENTS_TTL_SECONDS = float(os.environ.get("NODUS_EVENTS_TTL_SECONDS", 3600))
+NODUS_EVENTS_PER_NAMESPACE = int(os.environ.get("NODUS_EVENTS_PER_NAMESPACE", 1000))
 # Seats per client and per process in each pool of runtimes.api.flowcontrol (0: no limit);
 # past either, 429 TooManyRequests with Retry-After: 1. The module says why these values.
 NODUS_MAX_LISTS_PER_CLIENT = int(os.environ.get("NODUS_MAX_LISTS_PER_CLIENT", 2))

@@ -28,6 +28,7 @@ from runtimes.api.base import KubeView, respond
 from runtimes.api.compile_view import CompileView
 from runtimes.api.groups import api_group_document
 from runtimes.api.objects import CollectionView, ItemView, StatusView
+from runtimes.api.requestinfo import kind_for
 from runtimes.apimachinery import errors, protowire
 from runtimes.registry import authorization
 from runtimes.registry.authorization import WATCH, Access, declared
@@ -169,9 +170,9 @@ def _allowed(user: Any, access: Access, method: str, *args: Any, **kwargs: Any) 
 
 def review_resource(user: Any, attributes: dict[str, Any]) -> bool:
     verb = _text(attributes, "verb")
-    rt = lookup(_text(attributes, "resource"))
+    rt = lookup(_text(attributes, "resource"), _text(attributes, "group"))
     subresource = _text(attributes, "subresource")
-    if rt is None or _text(attributes, "group") != rt.group:
+    if rt is None:
         return False
     if subresource and subresource not in rt.subresources:
         return False
@@ -196,7 +197,7 @@ def review_path(user: Any, attributes: dict[str, Any]) -> bool:
     if access is None:
         return False
     kwargs = match.kwargs
-    kind = lookup(kwargs["plural"]) if "plural" in kwargs else None
+    kind = kind_for(path, kwargs["plural"]) if "plural" in kwargs else None
     method = WATCH if verb == "watch" else verb.upper()
     namespace, name = kwargs.get("namespace") or "", kwargs.get("name", "")
     return _allowed(user, access, method, namespace, name, kind)
@@ -249,6 +250,8 @@ def rules(user: Any, namespace: str) -> list[dict[str, Any]]:
         for (subresource, verb), (access, method) in ENDPOINTS.items():
             if subresource and subresource not in rt.subresources:
                 continue
+            if not subresource and verb not in rt.verbs:
+                continue  # a verb the kind does not serve (watching namespaces, say)
             where = namespace if rt.namespaced else ""
             if _allowed(user, access, method, where, "", rt):
                 resource = f"{rt.plural}/{subresource}" if subresource else rt.plural

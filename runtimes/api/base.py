@@ -13,9 +13,9 @@ from rest_framework.views import APIView
 from runtimes.api import media
 from runtimes.api.options import WriteOptions, write_options
 from runtimes.api.patching import manager_name
+from runtimes.api.requestinfo import kind_for
 from runtimes.apimachinery import errors
 from runtimes.registry import authorization
-from runtimes.registry.kinds import lookup
 from runtimes.registry.resources import ResourceType
 from runtimes.storage import store
 
@@ -73,7 +73,7 @@ class KubeView(APIView):
         super().initial(request, *args, **kwargs)
         plural = kwargs.get("plural")
         if plural is not None:
-            rt = lookup(plural)
+            rt = kind_for(request._request.path, plural)
             if rt is None:
                 raise errors.ApiError(
                     "NotFound", "the server could not find the requested resource"

@@ -20,11 +20,10 @@ from runtimes.api import access_review, media
 from runtimes.api.base import KubeView, respond
 from runtimes.api.groups import api_group_document
 from runtimes.apimachinery import errors
-from runtimes.apimachinery.meta import API_VERSION, GROUP, VERSION
+from runtimes.apimachinery.meta import GROUP, VERSION
 from runtimes.registry import authorization
 from runtimes.registry.kinds import all_kinds
 from runtimes.registry.resources import ResourceType
-from runtimes.storage.models import Project
 
 SERVER_VERSION = {"major": "1", "minor": "35", "gitVersion": "v1.35.0-nodus"}
 
@@ -38,9 +37,13 @@ def _subresource_verbs(name: str) -> list[str]:
     return ["create"] if name == "compile" else ["get", "patch", "update"]
 
 
-def api_resource_list() -> dict[str, Any]:
+def served_kinds(group: str, version: str) -> list[ResourceType]:
+    return [rt for rt in all_kinds() if rt.group == group and rt.version == version]
+
+
+def api_resource_list(group: str = GROUP, version: str = VERSION) -> dict[str, Any]:
     resources: list[dict[str, Any]] = []
-    for rt in all_kinds():
+    for rt in served_kinds(group, version):
         entry: dict[str, Any] = {
             "name": rt.plural,
             "singularName": rt.singular,
@@ -64,10 +67,12 @@ def api_resource_list() -> dict[str, Any]:
                     "verbs": _subresource_verbs(sub),
                 }
             )
+    if not group:  # kube writes the core list without an apiVersion
+        return {"kind": "APIResourceList", "groupVersion": version, "resources": resources}
     return {
         "kind": "APIResourceList",
         "apiVersion": "v1",
-        "groupVersion": API_VERSION,
+        "groupVersion": f"{group}/{version}",
         "resources": resources,
     }
 
@@ -76,42 +81,92 @@ def api_group() -> dict[str, Any]:
     return api_group_document(GROUP, VERSION)
 
 
+def kube_groups() -> list[tuple[str, str]]:
+    """The built-in groups (beside core, ours and authorization) whose kinds the registry
+    holds, each with its one version: events.k8s.io/v1."""
+    found = {(rt.group, rt.version) for rt in all_kinds() if rt.group not in ("", GROUP)}
+    return sorted(found)
+
+
+def _aggregated_resources(group: str, version: str) -> list[dict[str, Any]]:
+    resources = []
+    for rt in served_kinds(group, version):
+        # kube's built-in groups leave the response kind's group and version empty (the
+        # group-version's own); a custom resource's name them.
+        kind = (
+            {"group": rt.group, "version": rt.version, "kind": rt.kind}
+            if rt.group
+            else {"group": "", "version": "", "kind": rt.kind}
+        )
+        entry: dict[str, Any] = {
+            "resource": rt.plural,
+            "singularResource": rt.singular,
+            "scope": "Namespaced" if rt.namespaced else "Cluster",
+            "responseKind": kind,
+            "verbs": rt.verbs,
+        }
+        if rt.short_names:
+            entry["shortNames"] = list(rt.short_names)
+        if rt.categories:
+            entry["categories"] = list(rt.categories)
+        if rt.subresources:
+            entry["subresources"] = [
+                {
+                    "subresource": sub,
+                    "responseKind": kind
+                    if sub == "status"
+                    else {"group": rt.group, "version": rt.version, "kind": "CompileResult"},
+                    "verbs": _subresource_verbs(sub),
+                }
+                for sub in rt.subresources
+            ]
+        resources.append(entry)
+    return resources
+
+
 def aggregated(core: bool) -> dict[str, Any]:
+    """/api's document (the core group alone) or /apis' (every other group)."""
     items: list[dict[str, Any]] = []
-    if not core:
-        resources = []
-        for rt in all_kinds():
-            kind = {"group": rt.group, "version": rt.version, "kind": rt.kind}
-            entry: dict[str, Any] = {
-                "resource": rt.plural,
-                "singularResource": rt.singular,
-                "scope": "Namespaced" if rt.namespaced else "Cluster",
-                "responseKind": kind,
-                "verbs": rt.verbs,
-            }
-            if rt.short_names:
-                entry["shortNames"] = list(rt.short_names)
-            if rt.categories:
-                entry["categories"] = list(rt.categories)
-            if rt.subresources:
-                entry["subresources"] = [
+    if core:
+        items.append(
+            {
+                "metadata": {"creationTimestamp": None},
+                "versions": [
                     {
-                        "subresource": sub,
-                        "responseKind": kind
-                        if sub == "status"
-                        else {"group": rt.group, "version": rt.version, "kind": "CompileResult"},
-                        "verbs": _subresource_verbs(sub),
+                        "version": "v1",
+                        "resources": _aggregated_resources("", "v1"),
+                        "freshness": "Current",
                     }
-                    for sub in rt.subresources
-                ]
-            resources.append(entry)
+                ],
+            }
+        )
+    else:
         items.append(
             {
                 "metadata": {"name": GROUP},
-                "versions": [{"version": VERSION, "freshness": "Current", "resources": resources}],
+                "versions": [
+                    {
+                        "version": VERSION,
+                        "freshness": "Current",
+                        "resources": _aggregated_resources(GROUP, VERSION),
+                    }
+                ],
             }
         )
         items.append(access_review.aggregated_group())
+        items += [
+            {
+                "metadata": {"name": group, "creationTimestamp": None},
+                "versions": [
+                    {
+                        "version": version,
+                        "resources": _aggregated_resources(group, version),
+                        "freshness": "Current",
+                    }
+                ],
+            }
+            for group, version in kube_groups()
+        ]
     return {
         "kind": "APIGroupDiscoveryList",
         "apiVersion": "apidiscovery.k8s.io/v2",
@@ -160,12 +215,28 @@ class CoreDiscoveryView(_DiscoveryView):
     core = True
 
     def legacy(self) -> dict[str, Any]:
-        return {"kind": "APIVersions", "versions": [], "serverAddressByClientCIDRs": []}
+        return {
+            "kind": "APIVersions",
+            "versions": ["v1"],
+            "serverAddressByClientCIDRs": [
+                {"clientCIDR": "0.0.0.0/0", "serverAddress": self.request.get_host()}
+            ],
+        }
+
+
+class CoreVersionView(KubeView):
+    """/api/v1: the core kinds served here (Events, and Namespaces for the projects)."""
+
+    access = DISCOVERY
+
+    def get(self, request: Request) -> Response:
+        return respond(api_resource_list("", "v1"))
 
 
 class GroupsDiscoveryView(_DiscoveryView):
     def legacy(self) -> dict[str, Any]:
         groups = [api_group(), access_review.api_group()]
+        groups += [api_group_document(group, version) for group, version in kube_groups()]
         for group in groups:
             group.pop("kind")
             group.pop("apiVersion")
@@ -174,39 +245,20 @@ class GroupsDiscoveryView(_DiscoveryView):
 
 class GroupView(KubeView):
     access = DISCOVERY
+    group = GROUP
+    version = VERSION
 
     def get(self, request: Request) -> Response:
-        return respond(api_group())
+        return respond(api_group_document(self.group, self.version))
 
 
 class GroupVersionView(KubeView):
     access = DISCOVERY
+    group = GROUP
+    version = VERSION
 
     def get(self, request: Request) -> Response:
-        return respond(api_resource_list())
-
-
-class NamespaceView(KubeView):
-    """Projects answer as core/v1 Namespaces: kubectl asks after any 404 on an object."""
-
-    access = authorization.signed_in("project names are no secret to signed-in users")
-
-    def get(self, request: Request, name: str) -> Response:
-        project = Project.objects.filter(name=name).first()
-        if project is None:
-            raise errors.namespace_not_found(name)
-        return respond(
-            {
-                "kind": "Namespace",
-                "apiVersion": "v1",
-                "metadata": {
-                    "name": project.name,
-                    "creationTimestamp": project.created_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
-                },
-                "spec": {"finalizers": ["kubernetes"]},
-                "status": {"phase": "Active"},
-            }
-        )
+        return respond(api_resource_list(self.group, self.version))
 
 
 @authorization.declare(authorization.public("answers 404 to everyone: it names nothing"))

@@ -10,6 +10,7 @@ from rest_framework import exceptions
 
 from runtimes.api.requestid import too_large
 from runtimes.api.status import status_response
+from runtimes.apimachinery import errors
 from runtimes.apimachinery.errors import ApiError
 
 
@@ -63,7 +64,7 @@ def method_not_allowed(context: dict[str, Any]) -> ApiError:
     request = context.get("request")
     view = context.get("view")
     rt = getattr(view, "rt", None)
-    what = f"{rt.plural}.{rt.group}" if rt is not None else "this path"
+    what = errors.gr(rt.plural, rt.group) if rt is not None else "this path"
     verb = (request.method if request is not None else "").lower()
     return ApiError("MethodNotAllowed", f'{verb} is not supported on resources of kind "{what}"')
 

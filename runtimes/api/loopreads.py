@@ -32,9 +32,9 @@ from runtimes.api import listing, media, metrics, readstate, viewpool
 from runtimes.api.authentication import client_address
 from runtimes.api.base import KubeView
 from runtimes.api.listoptions import ListOptions, parse_list_options
+from runtimes.api.requestinfo import kind_for
 from runtimes.apimachinery import errors
 from runtimes.registry.authorization import check
-from runtimes.registry.kinds import lookup
 from runtimes.registry.resources import ResourceType
 from runtimes.watch import hub
 
@@ -101,7 +101,7 @@ async def serve(
     """The 200 answer to a GET served from memory, or None: the pooled view answers."""
     if not enabled() or request.method != "GET" or not _servable_query(request, view):
         return None
-    rt = lookup(plural)
+    rt = kind_for(request.path, plural)
     if rt is None or (namespace is not None and not rt.namespaced):
         return None
     caller = remembered_caller(request)

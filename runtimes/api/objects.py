@@ -17,6 +17,11 @@ from runtimes.registry.authorization import WATCH
 from runtimes.storage import store
 
 
+def base_path(rt: Any) -> str:
+    """The group-version's path: /api/v1 for the core group, /apis/GROUP/VERSION otherwise."""
+    return f"/apis/{rt.api_version}" if rt.group else f"/api/{rt.version}"
+
+
 def deleted_status(rt: Any, obj: dict[str, Any]) -> dict[str, Any]:
     return {
         "kind": "Status",
@@ -44,9 +49,9 @@ class CollectionView(KubeView):
         if request.method == "POST" and self.rt.namespaced and "namespace" not in self.kwargs:
             raise errors.ApiError(
                 "MethodNotAllowed",
-                f'create is not supported on resources of kind "{self.rt.plural}.{self.rt.group}" '
-                "at the cluster scope",
-                fix="Create in a project: POST to /apis/nodus.dev/v1beta1/namespaces/PROJECT/"
+                "create is not supported on resources of kind "
+                f'"{errors.gr(self.rt.plural, self.rt.group)}" at the cluster scope',
+                fix=f"Create in a project: POST to {base_path(self.rt)}/namespaces/PROJECT/"
                 f"{self.rt.plural} (`kubectl create -n PROJECT -f ...`).",
             )
 

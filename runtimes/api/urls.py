@@ -12,8 +12,10 @@ from runtimes.api import (
     access_review,
     compile_view,
     discovery,
+    eventsv1,
     health_views,
     loopreads,
+    namespaces,
     objects,
     openapi_views,
     whoami,
@@ -23,8 +25,11 @@ from runtimes.api.viewpool import pooled
 from runtimes.apimachinery import errors
 from runtimes.apimachinery.meta import API_VERSION, GROUP
 from runtimes.registry import authorization
+from runtimes.registry.event.strategy import EVENTS_GROUP
 
 GV = f"apis/{API_VERSION}"
+# The core group: Events (the controller's), and Namespaces (the projects) by their own views.
+CORE = "api/v1"
 
 _collection = objects.CollectionView.as_view()
 _pooled_item = pooled(objects.ItemView.as_view())
@@ -92,11 +97,35 @@ async def item(request: HttpRequest, **kwargs: Any) -> HttpResponseBase:
 urlpatterns = [
     path("version", discovery.VersionView.as_view()),
     path("version/", discovery.VersionView.as_view()),
+    # kube answers the discovery roots with a trailing slash too (kr8s asks for /api/).
     path("api", discovery.CoreDiscoveryView.as_view()),
-    path("api/v1/namespaces/<str:name>", discovery.NamespaceView.as_view()),
+    path("api/", discovery.CoreDiscoveryView.as_view()),
+    path(CORE, discovery.CoreVersionView.as_view()),
+    path(f"{CORE}/namespaces", namespaces.NamespaceListView.as_view()),
+    path(f"{CORE}/namespaces/<str:name>", namespaces.NamespaceView.as_view()),
+    path(f"{CORE}/watch/namespaces/<str:namespace>/<str:plural>", legacy_watch),
+    path(f"{CORE}/watch/<str:plural>", legacy_watch),
+    path(f"{CORE}/namespaces/<str:namespace>/<str:plural>", collection),
+    path(f"{CORE}/namespaces/<str:namespace>/<str:plural>/<str:name>", item),
+    path(f"{CORE}/<str:plural>", collection),
     path("apis", discovery.GroupsDiscoveryView.as_view()),
+    path("apis/", discovery.GroupsDiscoveryView.as_view()),
     path(f"apis/{GROUP}", discovery.GroupView.as_view()),
     path(GV, discovery.GroupVersionView.as_view()),
+    path(f"apis/{EVENTS_GROUP}", discovery.GroupView.as_view(group=EVENTS_GROUP, version="v1")),
+    path(
+        f"apis/{EVENTS_GROUP}/v1",
+        discovery.GroupVersionView.as_view(group=EVENTS_GROUP, version="v1"),
+    ),
+    path(f"apis/{EVENTS_GROUP}/v1/events", eventsv1.EventListView.as_view()),
+    path(
+        f"apis/{EVENTS_GROUP}/v1/namespaces/<str:namespace>/events",
+        eventsv1.EventListView.as_view(),
+    ),
+    path(
+        f"apis/{EVENTS_GROUP}/v1/namespaces/<str:namespace>/events/<str:name>",
+        eventsv1.EventView.as_view(),
+    ),
     path(f"apis/{access_review.GROUP}", access_review.GroupView.as_view()),
     path(f"apis/{access_review.API_VERSION}", access_review.GroupVersionView.as_view()),
     path(

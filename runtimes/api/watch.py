@@ -23,11 +23,11 @@ from django.http import HttpRequest, HttpResponseBase, StreamingHttpResponse
 from runtimes.accounts.throttling import bearer_user
 from runtimes.api import loopreads, media, metrics, readstate, viewpool
 from runtimes.api.authentication import client_address
+from runtimes.api.requestinfo import kind_for
 from runtimes.api.status import status_response
 from runtimes.api.watchstream import WatchPlan, plan_watch, watch_events
 from runtimes.apimachinery import errors
 from runtimes.registry.authorization import Access
-from runtimes.registry.kinds import lookup
 from runtimes.registry.resources import ResourceType
 from runtimes.watch.guard import Credential
 
@@ -61,9 +61,13 @@ async def authenticate(request: HttpRequest) -> tuple[Any, Credential]:
 async def prepare(
     request: HttpRequest, access: Access, plural: str, namespace: str | None
 ) -> WatchPlan:
-    rt = lookup(plural)
+    rt = kind_for(request.path, plural)
     if rt is None or (namespace is not None and not rt.namespaced):
         raise _not_found()
+    if "watch" not in rt.verbs:
+        raise errors.ApiError(
+            "MethodNotAllowed", "the server does not allow this method on the requested resource"
+        )
     on_loop = await plan_on_loop(request, rt, access, namespace)
     if on_loop is not None:
         return on_loop

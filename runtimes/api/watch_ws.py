@@ -33,9 +33,9 @@ from runtimes.accounts.origin import same_origin
 from runtimes.accounts.throttling import bearer_user
 from runtimes.api import viewpool
 from runtimes.api.objects import CollectionView
+from runtimes.api.requestinfo import kind_for
 from runtimes.api.watchstream import WatchPlan, plan_watch, watch_events
 from runtimes.apimachinery import errors
-from runtimes.registry.kinds import lookup
 from runtimes.watch.guard import Credential
 
 log = logging.getLogger("nodus.watch")
@@ -102,7 +102,7 @@ class WatchConsumer(AsyncWebsocketConsumer):
     async def _plan(self) -> WatchPlan:
         kwargs = self.scope["url_route"]["kwargs"]
         namespace = kwargs.get("namespace")
-        rt = lookup(kwargs["plural"])
+        rt = kind_for(self.scope["path"], kwargs["plural"])
         if rt is None or (namespace is not None and not rt.namespaced):
             raise errors.ApiError("NotFound", "the server could not find the requested resource")
         query = QueryDict(self.scope.get("query_string", b"").decode("latin-1"))

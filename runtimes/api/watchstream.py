@@ -225,7 +225,10 @@ class Encoder:
         table = tables.table(self.rt, [], self.version, list_meta, "None", not self.columns_sent)
         table["rows"] = [
             {
-                "cells": ["", *(None for _ in self.rt.columns), ""],
+                "cells": [
+                    "" if column["name"] in ("Name", "Age") else None
+                    for column in tables.columns(self.rt)
+                ],
                 "object": tables.partial_metadata(obj, self.version),
             }
         ]

@@ -57,7 +57,7 @@ from runtimes.controller.pacing import CpuPacer
 from runtimes.controller.reconcile import Outcome, Reconciler, identity, runtime_type
 from runtimes.controller.settings import ControllerSettings, TrustedKeys
 from runtimes.controller.workqueue import WorkQueue
-from runtimes.registry.kinds import all_kinds
+from runtimes.registry.kinds import stored_kinds
 from runtimes.registry.trainingjob.admission import runtime_key
 from runtimes.storage import store
 from runtimes.watch.informer import Handlers, Informer, Key, key_of
@@ -65,6 +65,8 @@ from runtimes.watch.informer import Handlers, Informer, Key, key_of
 log = logging.getLogger("nodus.controller")
 
 CONNECTION_CHECK_SECONDS = 60.0
+# How often expired Events are deleted (their TTL is an hour: a minute late is nothing).
+EVENT_SWEEP_SECONDS = 60.0
 
 
 class ConnectionKeeper:
@@ -104,7 +106,7 @@ class Controller:
             jitter=self.config.backoff_jitter,
         )
         self.collector = GarbageCollector(
-            all_kinds(),
+            stored_kinds(),
             backoff_base=self.config.backoff_base,
             backoff_max=self.config.backoff_max,
             jitter=self.config.backoff_jitter,
@@ -139,7 +141,7 @@ class Controller:
                 else self.collector.handlers(rt),
                 resync_seconds=self.config.resync_seconds,
             )
-            for rt in all_kinds()
+            for rt in stored_kinds()
         ]
         self.informer = next(i for i in self.informers if i.kind is runtimes)
         self.job_informer = next(i for i in self.informers if i.kind is jobs)
@@ -182,6 +184,9 @@ class Controller:
             for n in range(self.workers)
         ]
         threads.append(threading.Thread(target=self._work_jobs, name="controller-job-worker"))
+        threads.append(
+            threading.Thread(target=self._expire_events, args=(stop,), name="controller-events")
+        )
         try:
             for thread in threads:
                 thread.daemon = True
@@ -300,6 +305,22 @@ class Controller:
                     log.exception("job %s/%s: reconcile failed; retrying in %.1fs", *key, delay)
                 finally:
                     self.job_queue.done(key)
+        finally:
+            connection.close()
+
+    def _expire_events(self, stop: threading.Event) -> None:
+        """Deletes expired Events every minute (the recorder also sweeps as it records)."""
+        keeper = ConnectionKeeper()
+        failed = False
+        try:
+            while not stop.wait(EVENT_SWEEP_SECONDS):
+                try:
+                    keeper.refresh(failed=failed)
+                    failed = False
+                    self.reconciler.recorder.expire()
+                except Exception:
+                    failed = True
+                    log.exception("expiring events failed; trying again in a minute")
         finally:
             connection.close()
 

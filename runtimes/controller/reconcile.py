@@ -10,6 +10,11 @@ controller's service account (``accounts.serviceaccounts``) and checked as the A
 client's PATCH of ``/status`` (``registry.authorization.check``): a revoked token or a
 deactivated account stops the controller's writes as it would any client's.
 
+Each new verdict, and each retry while the registry is away, is also recorded as a core/v1
+Event about the runtime (``runtimes.controller.recorder``): Normal for a verified image,
+Warning for a failed or unreachable one, with the verdict's reason and message, so
+``kubectl describe tr`` shows why the phase is what it is.
+
 The key fingerprint of a verified signature lives in the Verified condition's message
 (``... signed by trusted key sha256:<hex>``): the contract's status has no field of its own for it.
 """
@@ -30,6 +35,7 @@ from runtimes.controller.inspection import inspect
 from runtimes.controller.oci.errors import ImageError, Transient
 from runtimes.controller.oci.reference import parse_reference
 from runtimes.controller.oci.sources import ImageSources
+from runtimes.controller.recorder import NORMAL, WARNING, EventRecorder
 from runtimes.controller.signing.cosign import TrustedKey
 from runtimes.registry import authorization, fieldmanager
 from runtimes.registry.kinds import lookup
@@ -184,11 +190,13 @@ class Reconciler:
         trusted_keys: Callable[[], Sequence[TrustedKey]],
         clock: Callable[[], str] = now_timestamp,
         account: ServiceAccount | None = None,
+        recorder: EventRecorder | None = None,
     ) -> None:
         self.sources = sources
         self.trusted_keys = trusted_keys
         self.clock = clock
         self.account = account or ServiceAccount()
+        self.recorder = recorder or EventRecorder(self.account)
         self._verdicts: dict[tuple[str, str], tuple[tuple[str, int, str], Verdict]] = {}
 
     def forget(self, namespace: str, name: str) -> None:
@@ -217,7 +225,13 @@ class Reconciler:
                 self._verdicts.pop(key, None)
             else:
                 self._verdicts[key] = (inspected, verdict)
-        return self.write_status(rt, obj, inspected, verdict)
+        outcome = self.write_status(rt, obj, inspected, verdict)
+        if outcome.verdict is not None and (outcome.written or verdict.transient):
+            # A new verdict is news; a registry still away is news each retry, counted up on
+            # one Event (count, series) rather than written again.
+            event_type = NORMAL if verdict.status == "True" else WARNING
+            self.recorder.record(obj, event_type, verdict.reason, verdict.message)
+        return outcome
 
     def write_status(
         self, rt: ResourceType, obj: Obj, inspected: tuple[str, int, str], verdict: Verdict

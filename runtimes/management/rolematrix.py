@@ -29,6 +29,7 @@ from django.db import transaction
 from django.urls import URLPattern, URLResolver
 
 from runtimes.accounts import access
+from runtimes.api.requestinfo import kind_for
 from runtimes.apimachinery import errors
 from runtimes.registry import authorization
 from runtimes.registry.authorization import ANY, WATCH, Access, Resource, declared
@@ -116,6 +117,9 @@ def _serves(kind: Any, route: str) -> bool:
     """Whether a `{plural}` route exists for `kind`: namespaced routes for namespaced kinds,
     a subresource's route (`.../{name}/status`) for kinds that have it."""
     if "{namespace}" in route and not kind.namespaced:
+        return False
+    # The route's group and version name the kind (`/api/v1/...` the core group).
+    if kind_for(route.removesuffix(" (WebSocket)"), kind.plural) is not kind:
         return False
     tail = route.removesuffix(" (WebSocket)").rsplit("/", 2)
     if tail[-2] == "{name}" and not tail[-1].startswith("{"):

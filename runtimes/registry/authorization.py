@@ -51,6 +51,8 @@ class Resource(Protocol):
     def namespaced(self) -> bool: ...
     @property
     def read_only(self) -> bool: ...
+    @property
+    def read_only_fix(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -62,6 +64,7 @@ class ProjectResource:
     group: str = GROUP
     namespaced: bool = True
     read_only: bool = False
+    read_only_fix: str = ""
 
 
 MEMBERS = ProjectResource("Membership", "members")
@@ -142,10 +145,9 @@ def authorize(
     if rt.read_only and verb not in READ_VERBS:
         raise errors.ApiError(
             "MethodNotAllowed",
-            f'{verb} is not supported on resources of kind "{rt.plural}.{rt.group}"',
+            f'{verb} is not supported on resources of kind "{errors.gr(rt.plural, rt.group)}"',
             {"name": name, "group": rt.group, "kind": rt.plural},
-            fix=f"{rt.kind} objects are read-only through the API; platform admins change the "
-            "catalog file and reload it.",
+            fix=rt.read_only_fix or f"{rt.kind} objects are read-only through the API.",
         )
     if not allowed(user, verb, namespace if rt.namespaced else "", subresource):
         raise errors.forbidden(

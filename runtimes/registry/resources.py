@@ -46,6 +46,17 @@ class ResourceType:
     # The kind's resource schema: its OpenAPI component (kubectl explain) is generated from it.
     schema: Field | None = None
 
+    # Why a read-only kind is read-only and how to change it anyway: the 405's fix.
+    read_only_fix: str = ""
+    # The verbs served, when not the full set (or get/list/watch for read-only kinds).
+    served_verbs: tuple[str, ...] = ()
+    # Whether Tables frame `columns` with Name first and Age last (custom resources' printer);
+    # False for kinds whose columns are kube's own complete set (core/v1 Events).
+    name_and_age_columns: bool = True
+    # Whether the store keeps its objects, so the generic collection and item routes serve
+    # it; False for a kind with views of its own (Namespaces are the accounts' projects).
+    store_backed: bool = True
+
     @property
     def api_version(self) -> str:
         return f"{self.group}/{self.version}" if self.group else self.version
@@ -57,14 +68,22 @@ class ResourceType:
 
     @property
     def verbs(self) -> list[str]:
+        if self.served_verbs:
+            return list(self.served_verbs)
         if self.read_only:
             return ["get", "list", "watch"]
         return ["delete", "deletecollection", "get", "list", "patch", "create", "update", "watch"]
 
 
+# Keyed by `ResourceType.key` (plural.group; the plural alone in the core group), as
+# kube-apiserver keys its storage by group-resource: core/v1 and nodus.dev may share a plural.
 REGISTRY: dict[str, ResourceType] = {}
 
 
 def register(rt: ResourceType) -> ResourceType:
-    REGISTRY[rt.plural] = rt
+    REGISTRY[rt.key] = rt
     return rt
+
+
+def resource_key(plural: str, group: str) -> str:
+    return f"{plural}.{group}" if group else plural

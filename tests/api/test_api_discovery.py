@@ -52,8 +52,10 @@ def test_it_answers_aggregated_discovery_with_the_content_type_client_go_checks(
     body = response.json_body
     assert body["kind"] == "APIGroupDiscoveryList"
     assert body["apiVersion"] == "apidiscovery.k8s.io/v2"
-    # Our group, then authorization.k8s.io for `kubectl auth can-i`'s access reviews.
-    group, authz = body["items"]
+    # Our group, then authorization.k8s.io for `kubectl auth can-i`'s access reviews, then
+    # events.k8s.io (the core Events in the newer shape).
+    group, authz, events = body["items"]
+    assert events["metadata"]["name"] == "events.k8s.io"
     assert group["metadata"]["name"] == "nodus.dev"
     assert authz["metadata"]["name"] == "authorization.k8s.io"
     reviews = authz["versions"][0]["resources"]
@@ -74,7 +76,7 @@ def test_it_answers_aggregated_discovery_with_the_content_type_client_go_checks(
     }
     assert runtimes["verbs"] == VERBS
     assert runtimes["shortNames"] == ["tr"]
-    assert runtimes["categories"] == ["nodus"]
+    assert runtimes["categories"] == ["nodus", "all"]
     subresources = {s["subresource"]: s for s in runtimes["subresources"]}
     assert subresources["status"]["verbs"] == ["get", "patch", "update"]
     assert subresources["compile"]["verbs"] == ["create"]
@@ -83,30 +85,62 @@ def test_it_answers_aggregated_discovery_with_the_content_type_client_go_checks(
     assert "storageVersionHash" not in runtimes
 
 
-def test_it_answers_an_empty_aggregated_core_group(alice: ApiClient) -> None:
+def test_it_answers_the_aggregated_core_group_with_events_and_namespaces(alice: ApiClient) -> None:
     response = alice.get("/api", Accept=AGGREGATED_ACCEPT)
     assert response.status_code == 200
     assert response["Content-Type"].startswith("application/json;")
-    assert response.json_body["items"] == []
+    [core] = response.json_body["items"]
+    assert core["metadata"].get("name", "") == ""  # the core group has no name
+    [version] = core["versions"]
+    assert version["version"] == "v1"
+    assert version["freshness"] == "Current"
+    resources = {r["resource"]: r for r in version["resources"]}
+    assert sorted(resources) == ["events", "namespaces"]
+    events = resources["events"]
+    assert events["scope"] == "Namespaced"
+    assert events["singularResource"] == "event"
+    assert events["shortNames"] == ["ev"]
+    assert events["responseKind"] == {"group": "", "version": "", "kind": "Event"}
+    assert set(events["verbs"]) == {"get", "list", "watch"}
+    namespaces = resources["namespaces"]
+    assert namespaces["scope"] == "Cluster"
+    assert namespaces["shortNames"] == ["ns"]
+    assert namespaces["verbs"] == ["get", "list"]
+    # /apis holds every other group, never the core one.
+    groups = alice.get("/apis", Accept=AGGREGATED_ACCEPT).json_body["items"]
+    assert all(g["metadata"].get("name") for g in groups)
+
+
+def test_it_lists_the_core_group_version(alice: ApiClient) -> None:
+    body = alice.get("/api/v1").json_body
+    assert body["kind"] == "APIResourceList"
+    assert body["groupVersion"] == "v1"
+    resources = {r["name"]: r for r in body["resources"]}
+    assert resources["events"]["kind"] == "Event"
+    assert resources["events"]["namespaced"] is True
+    assert resources["namespaces"]["kind"] == "Namespace"
+    assert resources["namespaces"]["namespaced"] is False
+    assert "trainingruntimes" not in resources
 
 
 def test_it_answers_legacy_discovery_to_plain_json(alice: ApiClient) -> None:
     core = alice.get("/api", Accept="application/json")
     assert core["Content-Type"] == "application/json"
-    assert core.json_body == {
-        "kind": "APIVersions",
-        "versions": [],
-        "serverAddressByClientCIDRs": [],
-    }
+    assert core.json_body["kind"] == "APIVersions"
+    assert core.json_body["versions"] == ["v1"]
+    [address] = core.json_body["serverAddressByClientCIDRs"]
+    assert address["clientCIDR"] == "0.0.0.0/0"
     groups = alice.get("/apis", Accept="application/json").json_body
     version = {"groupVersion": "nodus.dev/v1beta1", "version": "v1beta1"}
     authz = {"groupVersion": "authorization.k8s.io/v1", "version": "v1"}
+    events = {"groupVersion": "events.k8s.io/v1", "version": "v1"}
     assert groups == {
         "kind": "APIGroupList",
         "apiVersion": "v1",
         "groups": [
             {"name": "nodus.dev", "versions": [version], "preferredVersion": version},
             {"name": "authorization.k8s.io", "versions": [authz], "preferredVersion": authz},
+            {"name": "events.k8s.io", "versions": [events], "preferredVersion": events},
         ],
     }
     group = alice.get("/apis/nodus.dev").json_body
@@ -134,7 +168,7 @@ def test_it_lists_the_group_versions_resources_with_the_storage_version_hash(
         "kind": "TrainingRuntime",
         "verbs": VERBS,
         "shortNames": ["tr"],
-        "categories": ["nodus"],
+        "categories": ["nodus", "all"],
         "storageVersionHash": "bZ1YSKk/n1Q=",
     }
     # The documented value is exactly apiserver's formula.

@@ -73,7 +73,7 @@ def test_it_lists_the_api_resources(kc: Kc) -> None:
     runtimes = lines["trainingruntimes"]
     assert runtimes[1:5] == ["tr", "nodus.dev/v1beta1", "true", "TrainingRuntime"]
     assert runtimes[5] == "delete,deletecollection,get,list,patch,create,update,watch"
-    assert runtimes[6] == "nodus"
+    assert runtimes[6] == "nodus,all"
     assert lines["accelerators"][1:5] == ["acc", "nodus.dev/v1beta1", "false", "Accelerator"]
 
 
@@ -428,3 +428,101 @@ def test_auth_can_i_list_shows_what_the_role_allows(kc: Kc) -> None:
     assert line.split()[-3:] == ["[list", "watch", "get]"], listed
     status = next(x for x in listed.splitlines() if x.startswith("trainingruntimes.nodus.dev/st"))
     assert status.split()[-1] == "[get]", listed  # status is written by the controller alone
+
+
+def test_it_gets_the_projects_as_namespaces(kc: Kc) -> None:
+    table = ok(kc()("get", "ns")).stdout.splitlines()
+    assert table[0].split() == ["NAME", "STATUS", "AGE"]
+    rows = {line.split()[0]: line.split()[1] for line in table[1:]}
+    # alice is a member of demo; everyone reads the managed project; no other project shows.
+    assert rows == {"demo": "Active", "nodus": "Active"}
+    assert re.search(r"^Status:\s+Active$", ok(kc()("describe", "ns", "demo")).stdout, re.M)
+    one = json.loads(ok(kc()("get", "ns", "demo", "-o", "json")).stdout)
+    assert one["kind"] == "Namespace"
+    assert one["status"]["phase"] == "Active"
+    refused = failed(kc()("create", "ns", "mine"))
+    assert "(MethodNotAllowed)" in refused.stderr
+    assert "the server does not allow this method on the requested resource" in refused.stderr
+    assert "mine" not in ok(kc("root")("get", "ns")).stdout
+
+
+def test_it_gets_all_with_the_runtimes_in_the_category(kc: Kc, tmp_path: Path) -> None:
+    kubectl = kc()
+    ok(kubectl("create", "-f", write(tmp_path, runtime_manifest("in-all"))))
+    result = ok(kubectl("get", "all", "-n", "demo"))
+    # kubectl prefixes names with their kind only when several kinds have objects to show.
+    names = [line.split()[0] for line in result.stdout.splitlines() if line.strip()]
+    assert {"in-all", "trainingruntime.nodus.dev/in-all"} & set(names), result.stdout
+    assert result.stderr == ""
+
+
+def test_it_lists_the_core_resources_beside_ours(kc: Kc) -> None:
+    result = ok(kc()("api-resources"))
+    rows = [line.split() for line in result.stdout.splitlines()[1:]]
+    served = {(row[0], row[2]): row for row in rows}
+    # Events in both groups that serve them on kube-apiserver, namespaces in core.
+    assert served["events", "v1"][1:5] == ["ev", "v1", "true", "Event"]
+    assert served["events", "events.k8s.io/v1"][4] == "Event"
+    assert served["namespaces", "v1"][1:5] == ["ns", "v1", "false", "Namespace"]
+    assert served["trainingruntimes", "nodus.dev/v1beta1"][1] == "tr"
+    assert result.stderr == ""
+
+
+def test_it_describes_a_runtime_with_the_controllers_events(
+    kc: Kc, tmp_path: Path, daphne_server: LiveServer
+) -> None:
+    from tests.support.manage import manage
+
+    kubectl = kc()
+    ok(kubectl("create", "-f", write(tmp_path, runtime_manifest("described"))))
+    # The live server runs no controller of its own: one pass, as `runcontroller --once`.
+    manage(daphne_server, "runcontroller", "--once")
+    described = ok(kubectl("describe", "tr", "described")).stdout
+    events = described[described.index("Events:") :].splitlines()
+    assert events[1].split() == ["Type", "Reason", "Age", "From", "Message"]
+    row = next(line for line in events[3:] if "Warning" in line)
+    # The live server allows no registry, so the verdict is RegistryRefused.
+    assert "RegistryRefused" in row
+    assert "is not on the allow-list" in row
+    assert "nodus.dev/runtime-controller" in row
+    listed = ok(kubectl("get", "events", "--field-selector", "involvedObject.name=described"))
+    assert listed.stdout.splitlines()[0].split() == [
+        "LAST",
+        "SEEN",
+        "TYPE",
+        "REASON",
+        "OBJECT",
+        "MESSAGE",
+    ]
+    assert "trainingruntime/described" in listed.stdout
+    assert "RegistryRefused" in ok(kubectl("events", "--for", "tr/described")).stdout
+    # A watch of the core collection starts with the events there, then ends on its timeout.
+    with daphne_server.client("alice") as client:
+        watched = client.get(
+            "/api/v1/namespaces/demo/events",
+            params={"watch": "1", "timeoutSeconds": "1", "fieldSelector": "reason=RegistryRefused"},
+        )
+    lines = [json.loads(line) for line in watched.text.splitlines()]
+    assert {(e["type"], e["object"]["involvedObject"]["name"]) for e in lines} >= {
+        ("ADDED", "described")
+    }
+    # Events are the controller's: nobody writes them through the API.
+    refused = failed(kubectl("delete", "events", "--all"))
+    assert "(MethodNotAllowed)" in refused.stderr
+
+
+def test_it_prunes_what_the_label_selects(kc: Kc, tmp_path: Path) -> None:
+    kubectl = kc()
+    folder = tmp_path / "manifests"
+    folder.mkdir()
+    for name in ("keep", "drop"):
+        manifest = runtime_manifest(f"prune-{name}")
+        manifest["metadata"]["labels"] = {"app": "pruned"}
+        write(folder, manifest, f"{name}.yaml")
+    ok(kubectl("apply", "-l", "app=pruned", "-f", str(folder)))
+    (folder / "drop.yaml").unlink()
+    allowlist = "--prune-allowlist=nodus.dev/v1beta1/TrainingRuntime"
+    pruned = ok(kubectl("apply", "--prune", "-l", "app=pruned", allowlist, "-f", str(folder)))
+    assert "trainingruntime.nodus.dev/prune-drop pruned" in pruned.stdout
+    assert "NotFound" in failed(kubectl("get", "tr", "prune-drop")).stderr
+    assert "prune-keep" in ok(kubectl("get", "tr", "-l", "app=pruned")).stdout

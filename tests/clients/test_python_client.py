@@ -150,3 +150,62 @@ def test_it_raises_410_for_a_compacted_start_point(custom: k8s.CustomObjectsApi)
         time.sleep(0.5)
     assert failure.status == 410
     assert "too old resource version" in str(failure.reason)
+
+
+def test_the_dynamic_client_finds_the_kind_by_discovery(tight_server: Any) -> None:
+    from kubernetes.dynamic import DynamicClient
+
+    api = api_for(tight_server, "alice")
+    name = f"dyn-{uuid.uuid4().hex[:8]}"
+    create(api, name, "dynamic")
+    dynamic = DynamicClient(api.api_client)
+    runtimes = dynamic.resources.get(kind="TrainingRuntime")
+    assert (runtimes.group_version, runtimes.name) == ("nodus.dev/v1beta1", PLURAL)
+    assert name in [item.metadata.name for item in runtimes.get(namespace="demo").items]
+    namespaces = dynamic.resources.get(api_version="v1", kind="Namespace")
+    assert "demo" in [item.metadata.name for item in namespaces.get().items]
+    events = dynamic.resources.get(api_version="v1", kind="Event")
+    assert events.get(namespace="demo").kind == "EventList"
+
+
+def test_kr8s_gets_runtimes_by_their_short_name(tight_server: Any, tmp_path: Any) -> None:
+    import base64
+
+    import kr8s
+    import yaml
+
+    name = f"kr8s-{uuid.uuid4().hex[:8]}"
+    create(api_for(tight_server, "alice"), name, "kr8s")
+    kubeconfig = tmp_path / "config"
+    kubeconfig.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [
+                    {
+                        "name": "nodus",
+                        "cluster": {
+                            "server": tight_server.https_url,
+                            "certificate-authority-data": base64.b64encode(
+                                tight_server.ca_pem
+                            ).decode(),
+                        },
+                    }
+                ],
+                "users": [{"name": "alice", "user": {"token": tight_server.tokens["alice"]}}],
+                "contexts": [
+                    {
+                        "name": "nodus",
+                        "context": {"cluster": "nodus", "user": "alice", "namespace": "demo"},
+                    }
+                ],
+                "current-context": "nodus",
+            }
+        )
+    )
+    api = kr8s.api(kubeconfig=str(kubeconfig))
+    found = api.get("tr", namespace="demo")
+    assert name in [obj.name for obj in found]
+    assert all(obj.kind == "TrainingRuntime" for obj in found)
+    assert "demo" in [ns.name for ns in api.get("namespaces")]
