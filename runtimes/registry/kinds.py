@@ -2,8 +2,9 @@
 catalog, and core/v1 Events (the controller's) and Namespaces (the projects, served from the
 accounts' tables rather than the store: `runtimes.api.namespaces`).
 
-TrainingRuntime and TrainingJob are in the `all` category, as a CRD may declare, so `kubectl get all -n PROJECT`
-shows it; the cluster-scoped catalog is not (kube's `all` holds namespaced workloads only)."""
+TrainingRuntime and TrainingJob are in the `all` category, as a CRD may declare, so
+`kubectl get all -n PROJECT` shows them; the cluster-scoped catalog is not (kube's `all` holds
+namespaced workloads only)."""
 
 from __future__ import annotations
 
