@@ -268,8 +268,6 @@ SEQUENCES = [
                 },
             ),
         ),
-        divergence="co-ownership: a second applier of the same values is not recorded; being "
-        "built on branch ssa (issue 13)",
     ),
     Sequence(
         "apply-with-dry-run-stores-nothing",
@@ -419,7 +417,6 @@ SEQUENCES = [
                 expect={"metadata": {"managedFields": ABSENT}},
             ),
         ),
-        divergence="managedFields reset with [{}] is being built on branch ssa (issue 13)",
     ),
     Sequence(
         "apply-of-a-list-map-merges-by-key",

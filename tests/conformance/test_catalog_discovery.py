@@ -258,7 +258,7 @@ SEQUENCES = [
                                 "watch",
                             ],
                             "shortNames": ["tr"],
-                            "categories": ["nodus"],
+                            "categories": ["nodus", "all"],
                             "storageVersionHash": Re(".+"),
                         },
                         {
@@ -357,7 +357,6 @@ SEQUENCES = [
                 expect={"kind": "APIVersions", "versions": ["v1"]},
             ),
         ),
-        divergence="/api lists no versions until /api/v1 lands (issue 13, branch core)",
     ),
     Sequence(
         "a-namespace-is-served-as-core-v1",
@@ -412,7 +411,6 @@ SEQUENCES = [
                 },
             ),
         ),
-        divergence="/api/v1 with namespaces and events is being built on branch core (issue 13)",
     ),
     Sequence(
         "the-namespace-list",
@@ -429,7 +427,6 @@ SEQUENCES = [
                 },
             ),
         ),
-        divergence="the namespace list is being built on branch core (issue 13)",
     ),
     Sequence(
         "the-events-of-a-namespace",
@@ -442,7 +439,6 @@ SEQUENCES = [
                 expect={"kind": "EventList", "apiVersion": "v1", "items": []},
             ),
         ),
-        divergence="core/v1 events are being built on branch core (issue 13)",
     ),
     Sequence(
         "version-reports-the-build-and-emulation",

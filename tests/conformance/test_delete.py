@@ -323,8 +323,6 @@ SEQUENCES = [
                 },
             ),
         ),
-        divergence="foreground deletion (garbage collection) is being built on branch gc "
-        "(issue 13)",
     ),
     Sequence(
         "orphan-propagation-holds-the-object-with-the-orphan-finalizer",
@@ -341,7 +339,6 @@ SEQUENCES = [
                 },
             ),
         ),
-        divergence="orphan deletion (garbage collection) is being built on branch gc (issue 13)",
     ),
     Sequence(
         "deletecollection-by-field-selector",

@@ -16,13 +16,13 @@ from typing import Any
 from runtimes.accounts.access import MANAGED_PROJECT
 from runtimes.apimachinery import errors, fielderrors
 from runtimes.apimachinery.fielderrors import FieldError
-from runtimes.apimachinery.meta import Obj
+from runtimes.apimachinery.meta import GROUP, Obj
 from runtimes.catalog.accelerators import catalog
 from runtimes.catalog.compile import CompileResult, compile_job
-from runtimes.registry.resources import REGISTRY
+from runtimes.registry.resources import REGISTRY, resource_key
 from runtimes.storage import store
 
-RUNTIMES = "trainingruntimes"
+RUNTIMES = resource_key("trainingruntimes", GROUP)  # the registry's key for the kind
 
 
 def runtime_key(job: Obj) -> tuple[str, str] | None:
