@@ -92,7 +92,8 @@ def test_failed_bearer_tokens_are_rate_limited_per_address_with_429(
         assert kept.status_code == 201
         guesser = from_address(daphne_server, "127.0.0.2", "nodus_guess")
         with livez_stays_up(daphne_server.url):
-            answers = [guesser.get(DEMO).status_code for _ in range(TOKEN_FAILURES)]
+            replies = [guesser.get(DEMO) for _ in range(TOKEN_FAILURES)]
+            answers = [reply.status_code for reply in replies]
             refused = guesser.get(DEMO)
             # While the address is over the limit even a valid token from it waits.
             valid_but_refused = from_address(
@@ -102,7 +103,9 @@ def test_failed_bearer_tokens_are_rate_limited_per_address_with_429(
             watch = guesser.get(f"{DEMO}?watch=1")
             # Another address is served as usual.
             served = alice.get(DEMO)
-        assert answers == [401] * TOKEN_FAILURES
+        assert answers == [401] * TOKEN_FAILURES, [
+            r.text[:300] for r in replies if r.status_code != 401
+        ]
         for response in (refused, held, watch):
             assert response.status_code == 429, response.text
             body = response.json()
