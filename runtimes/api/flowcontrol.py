@@ -15,6 +15,9 @@ kube-apiserver's API Priority and Fairness sends when it rejects.
 | ``other`` | everything else: gets, writes, discovery, console pages | 8 | 16 |
 
 A watch lists first when it has no resourceVersion (or "0") or asks sendInitialEvents=true.
+A seat is held until the response's last byte is sent (a watch's list seat until its response
+starts), not through Django's closing of the request after it: a client sending one request
+at a time never finds its own seats taken.
 
 Why these values:
 
@@ -346,25 +349,34 @@ class FlowControl:
         if refused is not None:
             await self._refuse(scope, receive, send, demand.pool, client, refused)
             return
-        listing = demand.lists_first
+        held = set(wanted)
 
-        async def started(message: Message) -> None:
-            nonlocal listing
-            if listing and message["type"] in {
+        def free(pool: str) -> None:
+            if pool in held:
+                held.discard(pool)
+                self.pools.release(pool, client)
+
+        async def tracked(message: Message) -> None:
+            kind = message["type"]
+            if demand.lists_first and kind in {
                 "http.response.start",
                 "websocket.accept",
                 "websocket.close",
             }:
-                listing = False
-                self.pools.release(LIST, client)
+                free(LIST)  # a watch's initial list is written: its list seat is free
             await send(message)
+            if kind == "http.response.body" and not message.get("more_body", False):
+                # The response is complete: its client may send the next request at once, while
+                # Django still closes the request (signals, database connections). Counting
+                # that tail would refuse a client that sends one request at a time.
+                for pool in list(held):
+                    free(pool)
 
         try:
-            await self.app(scope, receive, started if listing else send)
+            await self.app(scope, receive, tracked)
         finally:
-            if listing:
-                self.pools.release(LIST, client)
-            self.pools.release(demand.pool, client)
+            for pool in list(held):
+                free(pool)
 
     async def _refuse(
         self, scope: Scope, receive: Receive, send: Send, pool: str, client: str, why: str

@@ -190,6 +190,52 @@ def test_a_watch_gives_its_list_seat_back_once_its_response_starts() -> None:
     assert listed[0]["status"] == 200
 
 
+def test_a_seat_is_free_once_its_response_is_complete_though_the_application_lingers() -> None:
+    """Django closes a request after its last byte is sent (signals, database connections): a
+    client that sends its next request as soon as it has the answer is not refused for that."""
+
+    async def scenario() -> tuple[list[int], int]:
+        cleanup = asyncio.Event()
+
+        async def lingering(scope: Scope, receive: Receive, send: Send) -> None:
+            await send({"type": "http.response.start", "status": 200, "headers": []})
+            await send({"type": "http.response.body", "body": b"listed"})
+            await cleanup.wait()
+
+        app = FlowControl(lingering, limits())
+        statuses: list[int] = []
+        tails: list[asyncio.Task[None]] = []
+        for _ in range(5):  # one at a time, each right after the last answer arrived
+            sent: list[Message] = []
+            done = asyncio.Event()
+
+            async def receive() -> Message:
+                return {"type": "http.request", "body": b""}
+
+            async def send(
+                message: Message, sent: list[Message] = sent, done: asyncio.Event = done
+            ) -> None:
+                sent.append(message)
+                if message["type"] == "http.response.body":
+                    done.set()
+
+            tails.append(
+                asyncio.create_task(
+                    app(http(COLLECTION, authorization="Bearer one"), receive, send)
+                )
+            )
+            await done.wait()
+            statuses.append(sent[0]["status"])
+        during = app.pools.taken(LIST)
+        cleanup.set()
+        await asyncio.gather(*tails)
+        return statuses, during
+
+    statuses, during = asyncio.run(scenario())
+    assert statuses == [200] * 5
+    assert during == 0
+
+
 def test_seats_come_back_when_the_application_fails() -> None:
     async def failing(scope: Scope, receive: Receive, send: Send) -> None:
         raise RuntimeError("boom")
