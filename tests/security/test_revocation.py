@@ -90,8 +90,9 @@ def http_end(watcher: Watcher, timeout: float) -> list[dict[str, Any]]:
         events.append(event)
 
 
-def assert_ended_with(events: list[dict[str, Any]], code: int, reason: str) -> None:
-    assert events, "the stream ended without a final ERROR event"
+def assert_ended_with(events: list[dict[str, Any]], code: int, reason: str, how: str = "") -> None:
+    """`how`: what else is known of the stream's end (a socket's close code), for the failure."""
+    assert events, f"the stream ended without a final ERROR event {how}"
     last = events[-1]
     assert last["type"] == "ERROR", last
     assert last["object"]["kind"] == "Status"
@@ -156,7 +157,7 @@ def test_revoking_a_token_ends_its_http_and_websocket_watches(
             frames, code = ws_end(socket, DEADLINE_SECONDS + 2)
             ws_took = time.monotonic() - revoked_at
         assert_ended_with(events, 401, "Unauthorized")
-        assert_ended_with(frames, 401, "Unauthorized")
+        assert_ended_with(frames, 401, "Unauthorized", f"(close code {code})")
         assert code == 4401
         assert http_took < DEADLINE_SECONDS, http_took
         assert ws_took < DEADLINE_SECONDS, ws_took
@@ -204,7 +205,7 @@ def test_removing_a_role_binding_ends_the_members_streams_with_403(
         assert_ended_with(demo_events, 403, "Forbidden")
         assert f'User "{member}" cannot watch' in demo_events[-1]["object"]["message"]
         assert_ended_with(wide_events, 403, "Forbidden")
-        assert_ended_with(frames, 403, "Forbidden")
+        assert_ended_with(frames, 403, "Forbidden", f"(close code {code})")
         assert (code, console_code) == (4403, 4403)
         assert took < DEADLINE_SECONDS, took
         # Erin is still signed in and may still read the managed catalog; demo is refused.
@@ -252,7 +253,7 @@ def test_deactivating_a_user_ends_every_stream_of_theirs_with_401(
             _pushes, console_code = ws_end(page, DEADLINE_SECONDS + 2)
             took = time.monotonic() - deactivated_at
         assert_ended_with(events, 401, "Unauthorized")
-        assert_ended_with(frames, 401, "Unauthorized")
+        assert_ended_with(frames, 401, "Unauthorized", f"(close code {code})")
         assert (code, console_code) == (4401, 4401)
         assert took < DEADLINE_SECONDS, took
         assert frank.get(DEMO).status_code == 401
@@ -313,7 +314,7 @@ def test_a_revocation_on_one_worker_ends_the_watches_on_another(
             frames, code = ws_end(socket, DEADLINE_SECONDS + 2)
             took = time.monotonic() - revoked_at
         assert_ended_with(events, 401, "Unauthorized")
-        assert_ended_with(frames, 401, "Unauthorized")
+        assert_ended_with(frames, 401, "Unauthorized", f"(close code {code})")
         assert code == 4401
         # Well inside the promise, and well before the 30 s backstop could have done it.
         assert took < DEADLINE_SECONDS, took
