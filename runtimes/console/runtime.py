@@ -25,6 +25,7 @@ from runtimes.catalog.matching import effective_resources, explain_gpu
 from runtimes.catalog.presets import preset_resources
 from runtimes.console.authorization import requires
 from runtimes.console.catalog import wants_partial
+from runtimes.console.compare import history_tab
 from runtimes.console.drawings import bar_chart, topology
 from runtimes.console.jobs import compiled_against
 from runtimes.console.parameters import parameters_tab
@@ -49,6 +50,7 @@ def runtime(request: HttpRequest, project: str, name: str, tab: str) -> HttpResp
         "estimates": estimates,
         "status": status,
         "yaml": yaml_tab,
+        "history": history_tab,
     }
     if tab not in builders:
         raise Http404("no such tab")

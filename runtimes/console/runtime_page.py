@@ -30,6 +30,7 @@ TABS = (
     ("parameters", "Parameters"),
     ("status", "Status"),
     ("yaml", "YAML"),
+    ("history", "History"),
 )
 _FINGERPRINT = re.compile(r"trusted key (sha256:[0-9a-f]{16,})")
 # What the tabs, the download and the parameter checks declare: they read the runtime their URL

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from runtimes.console import accounts, catalog, docs, jobs, parameters, publish, runtime
+from runtimes.console import accounts, catalog, compare, docs, jobs, parameters, publish, runtime
 from runtimes.console.authorization import requires
 from runtimes.registry import authorization
 
@@ -33,6 +33,7 @@ urlpatterns = [
     path("p/<str:project>/runtimes/<str:name>/<str:tab>", runtime.runtime, name="runtime"),
     path("p/<str:project>/jobs", jobs.job_list, name="jobs"),
     path("p/<str:project>/jobs/<str:name>", jobs.job_detail, name="job"),
+    path("compare", compare.compare, name="compare"),
     path("publish", publish.new, name="publish-new"),
     path("publish/check", publish.check, name="publish-check"),
     path("account/tokens", accounts.tokens, name="tokens"),

@@ -52,7 +52,13 @@ class Event(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        indexes = [models.Index(fields=["resource", "revision"], name="event_resource_rev")]
+        indexes = [
+            models.Index(fields=["resource", "revision"], name="event_resource_rev"),
+            # One object's history (the console's History tab), newest first.
+            models.Index(
+                fields=["resource", "namespace", "name", "revision"], name="event_object_rev"
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.revision} {self.type} {self.resource} {self.namespace}/{self.name}"

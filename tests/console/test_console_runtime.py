@@ -14,7 +14,7 @@ from tests.support.api import runtime_manifest
 from tests.support.console import client_for, form_fields, managed_catalog, put_runtime
 
 pytestmark = pytest.mark.django_db
-TABS = ("overview", "presets", "estimates", "parameters", "status", "yaml")
+TABS = ("overview", "presets", "estimates", "parameters", "status", "yaml", "history")
 SFT = "/p/nodus/runtimes/sft-qwen3"
 
 

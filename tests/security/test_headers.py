@@ -42,6 +42,7 @@ CONSOLE_PAGES = (
     "/?project=demo",
     *(f"{RUNTIME}/{tab}" for tab, _ in TABS),
     "/publish",
+    "/compare?a=nodus/sft-qwen3&b=nodus/dpo-trl",
     "/account/tokens",
     "/projects",
     "/projects/demo/members",
