@@ -61,7 +61,9 @@ def test_it_lays_two_runtimes_side_by_side_and_marks_what_differs(
     assert defaults["resources.gpu.count"] == ("1", "2", True)
     estimates = rows_of(page, "Estimates for 1,000 steps")
     first, second, differs = estimates["h100-80g"]
-    assert differs and "$" in first and "for the run" in second
+    assert differs
+    assert "$" in first
+    assert "for the run" in second
     presets = rows_of(page, "Presets")
     assert presets["Qwen/Qwen3-0.6B · LoRA"][1] == "—"  # only the first has that preset
 
@@ -114,7 +116,8 @@ def test_a_side_that_cannot_be_shown_is_a_field_error_that_leaks_nothing(
     assert response.status_code == 400
     page = html.unescape(response.content.decode())
     assert said in page
-    assert 'id="compare-a" name="a"' in page and 'aria-invalid="true"' in page
+    assert 'id="compare-a" name="a"' in page
+    assert 'aria-invalid="true"' in page
     assert "<h2>Contract" not in page
 
 
@@ -150,7 +153,8 @@ def test_history_lists_each_write_with_who_and_what_newest_first(
     entries = page.split('<li class="history-entry">')[1:]
     assert len(entries) == 2
     newest, oldest = entries
-    assert "changed" in newest and "created" in oldest
+    assert "changed" in newest
+    assert "created" in oldest
     assert 'by <span class="mono">tuner</span>' in newest
     assert 'by <span class="mono">alice-script</span>' in oldest
     assert '<th scope="row" class="mono">spec.launcher</th>' in newest
@@ -159,7 +163,8 @@ def test_history_lists_each_write_with_who_and_what_newest_first(
     assert "metadata.resourceVersion" not in newest  # bookkeeping is left out
     revision = changed.json()["metadata"]["resourceVersion"]
     assert f"revision {revision}" in newest
-    assert 'aria-current="page"' in page and ">History</a>" in page
+    assert 'aria-current="page"' in page
+    assert ">History</a>" in page
 
 
 @pytest.mark.django_db
