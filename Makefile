@@ -18,6 +18,9 @@ TEST_LOCK := requirements/test.txt
 # nothing.
 RUN_STAMP := $(VENV)/.installed-run-$(shell sha256sum $(RUN_LOCK) 2>/dev/null | cut -c1-12)
 TEST_STAMP := $(VENV)/.installed-test-$(shell sha256sum $(TEST_LOCK) 2>/dev/null | cut -c1-12)
+# JavaScript from npm (package.json, locked with integrity hashes in package-lock.json): what the
+# browser tests inject (axe-core). `npm ci` installs exactly the lock, without install scripts.
+NODE_STAMP := node_modules/.installed-$(shell sha256sum package-lock.json 2>/dev/null | cut -c1-12)
 # Two cores on these machines; xdist's `auto` would count hyperthreads elsewhere.
 PYTEST_WORKERS ?= 2
 PYTEST_ARGS ?=
@@ -45,7 +48,7 @@ run: $(RUN_STAMP)
 
 # Every step runs even when an earlier one fails, so one CI run shows every problem; the
 # target fails at the end if any step did.
-test: $(TEST_STAMP) system-test-deps
+test: $(TEST_STAMP) system-test-deps $(NODE_STAMP)
 	@failed=""; \
 	for step in lint typecheck pytest-main pytest-browser; do \
 		echo "== $$step"; started=$$(date +%s); \
@@ -80,8 +83,12 @@ $(TEST_STAMP): $(TEST_LOCK) $(RUN_STAMP)
 	@$(PIP_CHECK)
 	@rm -f $(VENV)/.installed-test-*; touch $@
 
+$(NODE_STAMP): package-lock.json | system-test-deps
+	npm ci --no-audit --no-fund --ignore-scripts --loglevel=error
+	@rm -f node_modules/.installed-*; touch $@
+
 deps: $(RUN_STAMP)
-test-deps: $(TEST_STAMP) system-test-deps
+test-deps: $(TEST_STAMP) system-test-deps $(NODE_STAMP)
 
 # Re-locks from pyproject.toml with uv (pinned here, kept in .venv, apart from the project's
 # packages), for Python 3.12 on x86_64 Linux. Existing pins are kept unless pyproject.toml
@@ -106,12 +113,14 @@ lock: $(UV)
 	$(UV) pip compile $(LOCK_OPTIONS) "$${upgrade[@]}" pyproject.toml --extra test -o $(TEST_LOCK); \
 	$(UV) pip compile $(LOCK_OPTIONS) pyproject.toml -c $(TEST_LOCK) -o $(RUN_LOCK)
 
-# Debian's chromium (browser tests) and docker-registry (controller tests against a real
-# registry). Installed only when missing, and only as root; otherwise those tests skip.
+# Debian's chromium (browser tests), docker-registry (controller tests against a real registry)
+# and Node.js with npm (the browser tests' npm packages). Installed only when missing, and only
+# as root; otherwise those tests skip.
 system-test-deps:
 	@missing=""; \
 	[[ -x /usr/bin/chromium ]] || missing="$$missing chromium"; \
 	[[ -x /usr/bin/docker-registry ]] || missing="$$missing docker-registry"; \
+	command -v npm >/dev/null || missing="$$missing nodejs npm"; \
 	if [[ -n "$$missing" ]]; then \
 		if [[ $$(id -u) -eq 0 ]] && command -v apt-get >/dev/null; then \
 			echo "installing$$missing (apt)"; \
@@ -140,7 +149,7 @@ pytest: pytest-main pytest-browser
 pytest-main: $(TEST_STAMP)
 	$(PY) -m pytest -m "not browser" -n $(PYTEST_WORKERS) --durations=15 $(PYTEST_ARGS)
 
-pytest-browser: $(TEST_STAMP) system-test-deps
+pytest-browser: $(TEST_STAMP) system-test-deps $(NODE_STAMP)
 	@rc=0; $(PY) -m pytest -m browser -p no:xdist $(PYTEST_ARGS) || rc=$$?; \
 	if [[ $$rc -eq 5 ]] && ! grep -rqs "mark.browser" tests/; then \
 		echo "no browser tests yet"; rc=0; \
