@@ -1,7 +1,9 @@
 """The catalog page: every runtime the user may read, filtered, searched, sorted and paged.
 
-One template serves the full page and, for htmx filter changes, only its `results` partial; the
-rows come from `_partials/_runtime_row.html`, the same fragment the websocket pushes.
+One template serves the full page and, for htmx filter changes, only its `results` partial
+(count, facets, rows, pager). When runtimes change, the websocket pushes that same partial,
+redrawn from `results_context` for the page's own query (`runtimes.console.live`), so the
+count, the facet counts and each row's place under the page's sort stay true.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.paginator import Paginator
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import render
 from django.views.decorators.vary import vary_on_headers
 
@@ -26,11 +28,15 @@ from runtimes.storage import store
 
 def readable_runtimes(user: Any) -> tuple[list[Obj], int]:
     """The runtimes `user` may read, across projects, and the revision they are current at."""
-    objects, revision = store.list_objects(TRAINING_RUNTIMES)
     projects = access.readable_projects(user)
+    return readable_in(None if projects is None else set(projects))
+
+
+def readable_in(projects: set[str] | None) -> tuple[list[Obj], int]:
+    """The runtimes in `projects` (None: every project) and the revision they are current at."""
+    objects, revision = store.list_objects(TRAINING_RUNTIMES)
     if projects is not None:
-        allowed = set(projects)
-        objects = [o for o in objects if o["metadata"].get("namespace") in allowed]
+        objects = [o for o in objects if o["metadata"].get("namespace") in projects]
     return objects, revision
 
 
@@ -42,34 +48,35 @@ def wants_partial(request: HttpRequest) -> bool:
     return not htmx.boosted and not htmx.history_restore_request
 
 
+def results_context(objects: list[Obj], revision: int, query: QueryDict) -> dict[str, Any]:
+    """What the `results` partial draws for `query`: the page and the live push alike."""
+    source = accelerator_catalog()
+    summaries = [summarize(o, source) for o in objects]
+    filterset = RuntimeFilterSet(query, summaries)
+    rows = sorted_rows(filterset)
+    page = Paginator(rows, PAGE_SIZE).get_page(query.get("page"))
+    without_page = query.copy()
+    without_page.pop("page", None)
+    return {
+        "filterset": filterset,
+        "facets": facets(filterset),
+        "page": page,
+        "total": len(summaries),
+        "sort": filterset.form.cleaned_data.get("sort") or "name",
+        "query": query.urlencode(),
+        "page_query": without_page.urlencode(),
+        "revision": revision,
+    }
+
+
 # A list across projects, as the API's: allowed to everyone signed in, holding only the projects
 # each may read (readable_runtimes).
 @requires(authorization.role("list", TRAINING_RUNTIMES))
 @vary_on_headers("HX-Request")
 def catalog(request: HttpRequest) -> HttpResponse:
     objects, revision = readable_runtimes(request.user)
-    source = accelerator_catalog()
-    summaries = [summarize(o, source) for o in objects]
-    filterset = RuntimeFilterSet(request.GET, summaries)
-    rows = sorted_rows(filterset)
-    page = Paginator(rows, PAGE_SIZE).get_page(request.GET.get("page"))
-    context = {
-        "filterset": filterset,
-        "facets": facets(filterset),
-        "page": page,
-        "total": len(summaries),
-        "sorts": [(k, v[0]) for k, v in SORTS.items()],
-        "sort": filterset.form.cleaned_data.get("sort") or "name",
-        "query": request.GET.urlencode(),
-        "page_query": _without(request, "page"),
-        "revision": revision,
-        "can_publish": bool(access.writable_projects(request.user)),
-    }
+    context = results_context(objects, revision, request.GET)
+    context["sorts"] = [(k, v[0]) for k, v in SORTS.items()]
+    context["can_publish"] = bool(access.writable_projects(request.user))
     template = "console/catalog.html#results" if wants_partial(request) else "console/catalog.html"
     return render(request, template, context)
-
-
-def _without(request: HttpRequest, key: str) -> str:
-    query = request.GET.copy()
-    query.pop(key, None)
-    return query.urlencode()

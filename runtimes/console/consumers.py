@@ -4,8 +4,12 @@ swaps.
 One socket per browser tab (it lives in base.html outside the swapped area, so it survives
 boosted navigation). The page sends ``{"type": "watch", "view", "query", "revision", "ids"}``
 whenever what it shows changes; the consumer then follows the hub from that revision with the
-user's permissions and the page's filters. On a reconnect the page sends the last revision it
-was delivered, so nothing is missed or repeated.
+user's permissions and the page's filters, pushing at most one message per page every
+`PUSH_INTERVAL` (a burst of writes becomes one redraw). On a reconnect the page sends the last
+revision it was delivered, so nothing is missed or repeated; when that revision has been
+compacted away (410 Expired) or the page fell behind, the catalog and runtime pages are redrawn
+from the store and told so, the Jobs page is told to reload. Each push names the watch (`key`)
+it answers, so a page drops one meant for what it showed before.
 
 Security: the session authenticates (`AuthMiddlewareStack`); the origin must be this site's
 own (same host), on top of `AllowedHostsOriginValidator`, which lets any origin through when
@@ -30,15 +34,17 @@ from django.urls import path
 from runtimes.accounts import access
 from runtimes.accounts.origin import same_origin
 from runtimes.apimachinery import errors
-from runtimes.console.live import Watch, fragments, missed_notice
+from runtimes.console.live import REDRAWN, Watch, fragments, missed_notice
 from runtimes.registry import authorization
 from runtimes.registry.kinds import TRAINING_JOBS, TRAINING_RUNTIMES
 from runtimes.watch.guard import Credential, StreamGuard
-from runtimes.watch.hub import TooOld, TooSlow, run_db, subscribe
+from runtimes.watch.hub import HubEvent, TooOld, TooSlow, run_db, subscribe
 
 log = logging.getLogger("nodus.console")
 FORBIDDEN_ORIGIN = 4403
 VIEWS = ("catalog", "runtime", "jobs")
+PUSH_INTERVAL = 0.25  # seconds: at most one push per page in this long
+IDLE_SECONDS = 25.0
 
 
 def projects_of(user: Any) -> tuple[frozenset[str] | None, frozenset[str]]:
@@ -125,11 +131,13 @@ class ConsoleConsumer(AsyncWebsocketConsumer):
             return
         try:
             revision = max(0, int(message.get("revision") or 0))
+            key = max(0, min(int(message.get("key") or 0), 2**31))
         except (TypeError, ValueError):
             return
         ids = [str(i) for i in message.get("ids") or [] if isinstance(i, str)][:5000]
+        query = str(message.get("query") or "")[:4096]
         watch = await run_db(
-            Watch.open, self.scope["user"], message["view"], str(message.get("query") or ""), ids
+            Watch.open, self.scope["user"], message["view"], query, ids, key, revision
         )
         self.task = asyncio.create_task(self._follow(watch, revision))
 
@@ -142,21 +150,44 @@ class ConsoleConsumer(AsyncWebsocketConsumer):
 
     async def _follow(self, watch: Watch, revision: int) -> None:
         try:
-            kind = TRAINING_JOBS if watch.view == "jobs" else TRAINING_RUNTIMES
-            async with subscribe(revision, kind.key) as events:
-                while True:
-                    batch = await events.next_batch(timeout=25)
-                    if not batch:
-                        continue
-                    message = await run_db(fragments, watch, batch)
-                    await self.send(text_data=message)
-        except (TooOld, TooSlow):
-            await self.send(text_data=missed_notice())
+            while True:
+                try:
+                    await self._tail(watch, revision)
+                except (TooOld, TooSlow):
+                    # The page's resume point is gone (410) or it fell behind: redraw what it
+                    # shows from the store and follow on from there, or, where a page cannot be
+                    # redrawn piecewise (Jobs), say that updates were missed.
+                    if watch.view not in REDRAWN:
+                        await self.send(text_data=missed_notice())
+                        return
+                    await asyncio.sleep(PUSH_INTERVAL)  # at most one redraw per interval
+                    await self.send(text_data=await run_db(fragments, watch, [], True))
+                    revision = watch.rendered
         except asyncio.CancelledError:
             raise
         except Exception:
             log.exception("console live updates failed")
             await self.send(text_data=missed_notice())
+
+    async def _tail(self, watch: Watch, revision: int) -> None:
+        """Follows the hub from `revision`, one push per batch of changes, and at most one per
+        `PUSH_INTERVAL`: a burst of writes is coalesced into one redraw, so a page's work is
+        bounded by time, not by how many objects changed."""
+        loop = asyncio.get_running_loop()
+        kind = TRAINING_JOBS if watch.view == "jobs" else TRAINING_RUNTIMES
+        namespace = None if watch.view == "catalog" else watch.query.get("namespace") or None
+        pending: list[HubEvent] = []
+        sent_at = -PUSH_INTERVAL
+        async with subscribe(revision, kind.key, namespace) as events:
+            while True:
+                wait = sent_at + PUSH_INTERVAL - loop.time() if pending else IDLE_SECONDS
+                if wait > 0:
+                    pending += await events.next_batch(timeout=wait)
+                if not pending or loop.time() < sent_at + PUSH_INTERVAL:
+                    continue
+                batch, pending = pending, []
+                sent_at = loop.time()
+                await self.send(text_data=await run_db(fragments, watch, batch))
 
 
 websocket_urlpatterns = [path("ws/console", ConsoleConsumer.as_asgi())]

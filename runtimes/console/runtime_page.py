@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from typing import Any
+from urllib.parse import urlencode
 
 from django.http import Http404, HttpRequest
 
@@ -22,6 +23,7 @@ from runtimes.console.summaries import summarize
 from runtimes.registry import authorization
 from runtimes.registry.kinds import TRAINING_RUNTIMES
 from runtimes.storage import store
+from runtimes.storage.eventlog import deletion
 
 TABS = (
     ("overview", "Overview"),
@@ -39,6 +41,17 @@ READ_RUNTIME = authorization.role("get", TRAINING_RUNTIMES)
 NO_SUCH_RUNTIME = hidden("no such runtime")
 
 
+class RuntimeMissing(Http404):
+    """A 404 for a runtime the user may look for (they read its project): the page names it
+    and, while the event log remembers, says when it was deleted."""
+
+    def __init__(self, project: str, name: str) -> None:
+        super().__init__("no such runtime")
+        self.project = project
+        self.name = name
+        self.deletion = deletion(TRAINING_RUNTIMES.key, project, name)
+
+
 def load(request: HttpRequest, project: str, name: str) -> Obj:
     """The runtime, or 404 (also when the user may not read its project: nothing leaks)."""
     if not access.allowed(request.user, "get", project):
@@ -46,7 +59,7 @@ def load(request: HttpRequest, project: str, name: str) -> Obj:
     try:
         return store.get(TRAINING_RUNTIMES, project, name)
     except errors.ApiError as exc:
-        raise Http404("no such runtime") from exc
+        raise RuntimeMissing(project, name) from exc
 
 
 def page_context(
@@ -66,7 +79,7 @@ def page_context(
         "tabs": TABS,
         "can_edit": access.allowed(user, "update", project),
         "can_delete": access.allowed(user, "delete", project),
-        "watch_query": f"namespace={project}&name={meta['name']}",
+        "watch_query": urlencode({"namespace": project, "name": meta["name"], "tab": tab}),
         "revision": meta.get("resourceVersion", "0"),
     }
 

@@ -9,9 +9,16 @@ from __future__ import annotations
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
+from runtimes.accounts import access
+from runtimes.console.runtime_page import RuntimeMissing
+
 
 def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
-    return render(request, "console/404.html", {"path": request.path}, status=404)
+    context: dict[str, object] = {"path": request.path}
+    if isinstance(exception, RuntimeMissing):  # the user reads its project: name it
+        context["missing"] = exception
+        context["can_publish"] = access.allowed(request.user, "create", exception.project)
+    return render(request, "console/404.html", context, status=404)
 
 
 def server_error(request: HttpRequest) -> HttpResponse:

@@ -1,5 +1,5 @@
-"""The event log as the hub reads it: events parsed once, catch-up reads, database calls off
-the event loop.
+"""The event log as the hub reads it: events parsed once, catch-up reads, when an object was
+deleted, database calls off the event loop.
 
 `read_log` serves a watcher that starts behind the hub's in-memory ring; it checks the
 compaction floor *after* reading, so a compaction racing the read is noticed (`TooOld`).
@@ -7,6 +7,7 @@ compaction floor *after* reading, so a compaction racing the read is noticed (`T
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -102,3 +103,27 @@ def closing(fn: Callable[..., Any]) -> Callable[..., Any]:
 async def run_db(fn: Callable[..., Any], *args: Any) -> Any:
     """Runs a database call off the event loop, on a thread that does not hold a request's."""
     return await sync_to_async(closing(fn), thread_sensitive=False)(*args)
+
+
+@dataclass(frozen=True)
+class Deletion:
+    """When an object went, as far as the event log still remembers it."""
+
+    revision: int
+    at: datetime.datetime
+
+
+def deletion(
+    resource: str, namespace: str, name: str, revision: int | None = None
+) -> Deletion | None:
+    """The deletion that is this object's newest event, or None (it exists, or it was never
+    here, or its deletion has been compacted away). With `revision`, that event's row is read
+    by its key; without, the object's events are scanned newest first (bounded by the
+    compaction window: the log has no index by name)."""
+    rows = Event.objects.filter(resource=resource, namespace=namespace, name=name)
+    if revision is not None:
+        rows = rows.filter(revision=revision)
+    newest = rows.order_by("-revision").values_list("revision", "type", "created_at").first()
+    if newest is None or newest[1] != "DELETED":
+        return None
+    return Deletion(int(newest[0]), newest[2])

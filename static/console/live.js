@@ -1,10 +1,28 @@
 // Live updates: tells the console websocket what the current page shows and shows the link state.
-// htmx's ws extension owns the socket (and reconnects it); this only sends "watch" messages.
+// htmx's ws extension owns the socket; this sends "watch" messages, keeps the revision the page is
+// current at (so a reconnect resumes from it: nothing missed, nothing twice), reconnects with
+// backoff whenever the socket drops, drops pushes meant for what the page showed before, and turns
+// off a runtime page's actions once the runtime is deleted.
 (function () {
   "use strict";
-  var socket = null;
-  var watched = null; // the #live-watch spec last sent: view + query + the page's revision
-  var delivered = 0; // the last revision the server pushed to us
+  var socket = null; // htmx's socket wrapper, while open
+  var watched = null; // what the last watch asked for: view, query, the page's revision, key
+  var delivered = 0; // the revision the page is current at
+  var key = 0; // numbers the watches; each push names the one it answers
+  var opened = false; // the socket was open once: a new connection is a reconnect
+  var attempts = 0; // reconnects of ours since the socket was last open
+  var retry = null;
+  var focused = null; // the id of the element with focus, kept across a push
+  var folded = null; // whether the user had the filter panel open, kept across a push
+
+  // 0.5 s doubling to 15 s, each wait drawn from its upper half (jitter), for htmx's own
+  // reconnects (after 1006, 1011, 1012, 1013) and for ours (after any other drop).
+  function backoff(n) {
+    var ceiling = Math.min(15000, 500 * Math.pow(2, n));
+    return ceiling / 2 + Math.random() * ceiling / 2;
+  }
+  if (window.htmx) window.htmx.config.wsReconnectDelay = backoff;
+  var RETRIED_BY_HTMX = [1006, 1011, 1012, 1013];
 
   function indicator(state, text) {
     var live = document.getElementById("live");
@@ -25,27 +43,30 @@
     if (!socket) return;
     var spec = currentSpec();
     if (!spec) {
+      if (watched) socket.send(JSON.stringify({ type: "unwatch" }), null);
       watched = null;
-      socket.send(JSON.stringify({ type: "unwatch" }), null);
       return;
     }
     var same = watched && watched.view === spec.view && watched.query === spec.query && watched.revision === spec.revision;
     if (same && !resume) return;
     if (!same) delivered = spec.revision; // a new page: its own snapshot is the starting point
-    watched = spec;
-    socket.send(JSON.stringify({ type: "watch", view: spec.view, query: spec.query, revision: delivered, ids: spec.ids }), null);
+    key += 1;
+    watched = { view: spec.view, query: spec.query, revision: spec.revision, key: key };
+    socket.send(JSON.stringify({ type: "watch", view: spec.view, query: spec.query, revision: delivered, ids: spec.ids, key: key }), null);
   }
 
   document.addEventListener("htmx:wsConnecting", function () {
-    indicator(delivered ? "reconnecting" : "connecting", delivered ? "reconnecting…" : "connecting");
+    indicator(opened ? "reconnecting" : "connecting", opened ? "reconnecting…" : "connecting");
   });
   document.addEventListener("htmx:wsOpen", function (event) {
     socket = event.detail.socketWrapper;
+    opened = true;
+    attempts = 0;
     indicator("live", "live");
-    send(true); // after a reconnect: resume from the last revision delivered
+    send(true); // after a reconnect: resume from the revision the page is current at
   });
   // The server closes the socket with these codes once the user's access is gone
-  // (runtimes/console/consumers.py); htmx does not reconnect after them, so say why.
+  // (runtimes/console/consumers.py); nothing reconnects after them, so say why.
   var ENDED = {
     4401: {
       text: "Live updates stopped: you are no longer signed in (you signed out, your password changed or your account was deactivated).",
@@ -74,20 +95,77 @@
 
   document.addEventListener("htmx:wsClose", function (event) {
     var close = event.detail && event.detail.event;
-    var why = close && ENDED[close.code];
-    if (why) {
-      socket = null;
-      ended(why);
+    var code = close ? close.code : 0;
+    socket = null;
+    if (ENDED[code]) {
+      ended(ENDED[code]);
       return;
     }
     indicator("reconnecting", "reconnecting…");
+    var wrapper = event.detail && event.detail.socketWrapper;
+    if (RETRIED_BY_HTMX.indexOf(code) >= 0 || !wrapper || retry) return;
+    // A clean close (a proxy or the server going away, a dropped connection closed by the
+    // page): htmx would leave it down.
+    retry = setTimeout(function () {
+      retry = null;
+      wrapper.reconnect();
+    }, backoff(attempts++));
+  });
+
+  // A push answers one watch (its revision marker says which); one for what the page showed
+  // before (a filter change, a navigation) would draw the old view over the new: drop it.
+  document.addEventListener("htmx:wsBeforeMessage", function (event) {
+    var message = String(event.detail.message);
+    var at = message.lastIndexOf('data-watch="');
+    var spec = currentSpec();
+    if (at >= 0) {
+      var answers = parseInt(message.slice(at + 'data-watch="'.length), 10);
+      if (!watched || !spec || answers !== watched.key || spec.view !== watched.view || spec.query !== watched.query) {
+        event.preventDefault();
+        return;
+      }
+    }
+    var active = document.activeElement;
+    focused = active && active !== document.body && active.id ? active.id : null;
+    var panel = document.querySelector(".facet-panel");
+    folded = panel ? !panel.open : null;
   });
   document.addEventListener("htmx:wsAfterMessage", function () {
     var marker = document.getElementById("live-revision");
     if (marker) delivered = Math.max(delivered, Number(marker.dataset.revision || 0));
+    var spec = currentSpec();
+    if (watched && spec) watched.revision = spec.revision; // a redrawn block carries its own
+    // A redrawn block replaces the element that had focus: give it to its successor.
+    if (focused && (!document.activeElement || document.activeElement === document.body)) {
+      var again = document.getElementById(focused);
+      if (again) again.focus();
+    }
+    focused = null;
+    var panel = document.querySelector(".facet-panel");
+    if (panel && folded !== null) panel.open = !folded;
+    folded = null;
+    turnOffDeletedRuntime();
   });
   // Every navigation or filter change swaps content in; watch what is now on screen.
   document.addEventListener("htmx:afterSettle", function () { send(false); });
+
+  // A runtime page whose runtime was deleted (the pushed header says so): its forms and
+  // downloads need the runtime, so they stop; copy buttons keep working on what is shown.
+  function turnOffDeletedRuntime() {
+    var main = document.getElementById("main");
+    if (!main || !document.querySelector("#runtime-header[data-deleted]")) return;
+    main.querySelectorAll("form").forEach(function (form) {
+      form.setAttribute("hx-disable", "");
+      Array.prototype.forEach.call(form.elements, function (control) {
+        if (!control.matches("[data-copy]")) control.disabled = true;
+      });
+    });
+    main.querySelectorAll("a[download], [data-create-job]").forEach(function (action) {
+      action.removeAttribute("href");
+      action.setAttribute("aria-disabled", "true");
+      if ("disabled" in action) action.disabled = true;
+    });
+  }
 })();
 
 // Copy buttons: <button data-copy="#selector"> copies that element's text.
