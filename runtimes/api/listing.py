@@ -78,7 +78,8 @@ def readable_namespaces(rt: ResourceType, user: Any, namespace: str | None) -> l
 def too_large(wanted: int, current: int) -> errors.ApiError:
     return errors.ApiError(
         "Timeout",
-        f"Too large resource version: {wanted}, current: {current}",
+        # kube's NewTooLargeResourceVersionError is a NewTimeoutError: "Timeout: " leads.
+        f"Timeout: Too large resource version: {wanted}, current: {current}",
         {
             "causes": [
                 {"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}
