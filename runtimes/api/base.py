@@ -75,14 +75,10 @@ class KubeView(APIView):
         if plural is not None:
             rt = kind_for(request._request.path, plural)
             if rt is None:
-                raise errors.ApiError(
-                    "NotFound", "the server could not find the requested resource"
-                )
+                raise errors.path_not_found()
             namespaced_path = "namespace" in kwargs
             if namespaced_path and not rt.namespaced:
-                raise errors.ApiError(
-                    "NotFound", "the server could not find the requested resource"
-                )
+                raise errors.path_not_found()
             self.rt = rt
             if namespaced_path and request.user.is_authenticated and self.needs_namespace(request):
                 # Projects are namespaces and their names are no secret to signed-in users: an

@@ -30,7 +30,8 @@ class CompileView(KubeView):
 
     def refuse_unservable(self, request: Request) -> None:
         if request.method == "POST" and self.rt.plural != "trainingruntimes":
-            raise errors.ApiError("NotFound", "the server could not find the requested resource")
+            # Another kind has no such subresource: NotFound naming the object, as kube's.
+            raise errors.not_found(self.rt.plural, self.rt.group, self.kwargs.get("name", ""))
 
     def post(self, request: Request, plural: str, namespace: str, name: str) -> Response:
         draft = self.body_object(request)

@@ -265,6 +265,4 @@ class GroupVersionView(KubeView):
 def unknown_path(request: Any) -> Any:
     from runtimes.api.status import status_response
 
-    return status_response(
-        request, errors.ApiError("NotFound", "the server could not find the requested resource")
-    )
+    return status_response(request, errors.path_not_found())

@@ -27,8 +27,6 @@ from runtimes.registry.event.strategy import V1_FIELD_LABELS, to_v1
 from runtimes.registry.kinds import EVENTS, EVENTS_V1
 from runtimes.storage import store
 
-NOT_SERVED = "the server does not allow this method on the requested resource"
-
 
 def core_field_selector(text: str) -> str:
     """This version's field selector in the core kind's labels (400 for any other label)."""
@@ -51,7 +49,7 @@ class _EventsView(KubeView):
     def refuse_unservable(self, request: Request) -> None:
         watch = request.query_params.get("watch", "").lower() in ("1", "true")
         if request.method not in ("GET", "HEAD") or watch:
-            raise errors.ApiError("MethodNotAllowed", NOT_SERVED)
+            raise errors.method_not_served()
 
     def table(self, request: Request, core: list[Any], list_meta: dict[str, Any]) -> Response:
         include = request.query_params.get("includeObject") or "Metadata"

@@ -45,7 +45,7 @@ def as_api_error(exc: Exception, context: dict[str, Any]) -> ApiError | None:
     if isinstance(exc, RequestDataTooBig):
         return too_large()
     if isinstance(exc, Http404):
-        return ApiError("NotFound", "the server could not find the requested resource")
+        return errors.path_not_found()
     return None
 
 
@@ -60,13 +60,21 @@ def unsupported_media_type(media_type: Any, view: Any) -> ApiError:
     )
 
 
+# kube's verb for an HTTP method (apiserver's RequestInfoFactory), as its 405 names it.
+_VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch", "GET": "get", "HEAD": "get"}
+
+
 def method_not_allowed(context: dict[str, Any]) -> ApiError:
     request = context.get("request")
     view = context.get("view")
     rt = getattr(view, "rt", None)
-    what = errors.gr(rt.plural, rt.group) if rt is not None else "this path"
-    verb = (request.method if request is not None else "").lower()
-    return ApiError("MethodNotAllowed", f'{verb} is not supported on resources of kind "{what}"')
+    if rt is None:  # not a resource: kube's router answers its generic 405
+        return errors.method_not_served()
+    method = (request.method if request is not None else "") or ""
+    verb = _VERBS.get(method, method.lower())
+    if method == "DELETE":
+        verb = "delete" if getattr(view, "kwargs", {}).get("name") else "deletecollection"
+    return errors.method_not_supported(rt.plural, rt.group, verb)
 
 
 def handle(exc: Exception, context: dict[str, Any]) -> HttpResponse | None:

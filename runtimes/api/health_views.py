@@ -28,9 +28,7 @@ HEALTH = authorization.public("load balancers ask without credentials, as kube-a
 
 
 def _not_found(request: HttpRequest) -> HttpResponse:
-    return status_response(
-        request, errors.ApiError("NotFound", "the server could not find the requested resource")
-    )
+    return status_response(request, errors.path_not_found())
 
 
 def _exclusions(

@@ -3,7 +3,8 @@
 A list is served from a snapshot at one revision: the latest (consistent read), or an older
 one named by a continue token or `resourceVersionMatch=Exact`. Selectors filter it, `limit`
 pages it in key order, and every page reports the first page's resourceVersion, as
-kube-apiserver's etcd3 store does.
+kube-apiserver's etcd3 store does. A list at `resourceVersion=0` is never paged: kube's cacher
+serves it whole (`listoptions.parse_list_options` drops its limit).
 """
 
 from __future__ import annotations
@@ -77,7 +78,8 @@ def readable_namespaces(rt: ResourceType, user: Any, namespace: str | None) -> l
 def too_large(wanted: int, current: int) -> errors.ApiError:
     return errors.ApiError(
         "Timeout",
-        f"Too large resource version: {wanted}, current: {current}",
+        # kube's NewTooLargeResourceVersionError is a NewTimeoutError: "Timeout: " leads.
+        f"Timeout: Too large resource version: {wanted}, current: {current}",
         {
             "causes": [
                 {"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}

@@ -297,13 +297,18 @@ def parse_list_options(
     include = query.get("includeObject") or "Metadata"
     if include not in INCLUDE_OBJECT:
         raise errors.bad_request(f'unrecognized includeObject value: "{include}"')
-    limit = _int(query, "limit") or 0
+    limit = max(_int(query, "limit") or 0, 0)
+    if resource_version == "0":
+        # kube's cacher serves resourceVersion=0 whole from the watch cache: it ignores
+        # `limit` and writes no continue token (cacher.go computeListLimit), also when a
+        # continue token names where to start; a client paging gets the rest at once.
+        limit = 0
     timeout = _int(query, "timeoutSeconds")
     opts = ListOptions(
         watch=watch,
         resource_version=resource_version,
         resource_version_match=query.get("resourceVersionMatch", ""),
-        limit=max(limit, 0),
+        limit=limit,
         continue_token=query.get("continue", ""),
         send_initial_events=_bool(query, "sendInitialEvents"),
         allow_bookmarks=bool(_bool(query, "allowWatchBookmarks")),

@@ -28,7 +28,6 @@ from runtimes.storage import store
 from runtimes.storage.models import Project
 
 # What kube-apiserver answers for a method the resource's route does not serve (go-restful).
-NOT_SERVED = "the server does not allow this method on the requested resource"
 
 
 def namespace_object(project: Project) -> Obj:
@@ -54,7 +53,7 @@ class _NamespaceBase(KubeView):
         watch = request.query_params.get("watch", "").lower() in ("1", "true")
         if request.method not in ("GET", "HEAD") or watch:
             # No watch either: projects change outside the store, with no revisions to follow.
-            raise errors.ApiError("MethodNotAllowed", NOT_SERVED)
+            raise errors.method_not_served()
 
     def table(self, request: Request, objects: list[Obj], list_meta: Obj) -> Response | None:
         """The Table kubectl asks for (NAME STATUS AGE), or None for plain JSON."""

@@ -51,6 +51,7 @@ class CollectionView(KubeView):
                 "MethodNotAllowed",
                 "create is not supported on resources of kind "
                 f'"{errors.gr(self.rt.plural, self.rt.group)}" at the cluster scope',
+                {"group": self.rt.group, "kind": self.rt.plural},
                 fix=f"Create in a project: POST to {base_path(self.rt)}/namespaces/PROJECT/"
                 f"{self.rt.plural} (`kubectl create -n PROJECT -f ...`).",
             )
@@ -257,11 +258,8 @@ class ItemView(KubeView):
         self, request: Request, plural: str, name: str, namespace: str | None = None
     ) -> Response:
         if self.subresource:
-            raise errors.ApiError(
-                "MethodNotAllowed",
-                f'delete is not supported on resources of kind "{self.rt.plural}/{self.subresource}'
-                f'.{self.rt.group}"',
-            )
+            # kube names the resource, not the subresource (apiextensions' serveStatus).
+            raise errors.method_not_supported(self.rt.plural, self.rt.group, "delete")
         options = delete_options(request.query_params, request.data)
         self._get_or_explain(namespace, name)
         result = store.delete(
@@ -302,5 +300,22 @@ class StatusView(ItemView):
 
     def refuse_unservable(self, request: Request) -> None:
         if self.rt.status_strategy is None:
-            raise errors.ApiError("NotFound", "the server could not find the requested resource")
+            # A kind without the subresource: kube's CRD handler answers the object NotFound.
+            raise errors.not_found(self.rt.plural, self.rt.group, self.kwargs.get("name", ""))
         super().refuse_unservable(request)
+
+
+class UnknownSubresourceView(KubeView):
+    """A subresource the kind does not have, by any method: kube's CRD handler answers
+    NotFound naming the object (`trainingruntimes.nodus.dev "a" not found`), once the caller
+    may read it."""
+
+    access = authorization.role("get")
+
+    def refuse_unservable(self, request: Request) -> None:
+        if self.rt.namespaced and "namespace" not in self.kwargs:
+            raise errors.path_not_found()  # a namespaced kind's object has no cluster path
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        super().initial(request, *args, **kwargs)
+        raise errors.not_found(self.rt.plural, self.rt.group, kwargs["name"])

@@ -50,11 +50,13 @@ def patch_change(rt: ResourceType, content_type: str, body: Any, name: str) -> C
         except patches.PatchError as exc:
             if exc.malformed:
                 raise errors.bad_request(str(exc)) from exc
-            # kube answers a failed JSON-patch operation with a bare 422: no field, no details,
-            # so kubectl prints the message itself.
+            # kube answers a failed JSON-patch operation with its generic 422
+            # (NewGenericServerResponse): empty details, no field, so kubectl prints the
+            # message itself; ours names the operation that failed.
             raise errors.ApiError(
                 "Invalid",
                 str(exc),
+                {},
                 fix="Re-read the object and build the patch against its current content.",
             ) from exc
         raise AssertionError(content_type)

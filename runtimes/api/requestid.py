@@ -19,6 +19,7 @@ from django.http import HttpRequest, HttpResponseBase
 
 from runtimes.api import metrics
 from runtimes.api.status import is_api_path, status_response
+from runtimes.apimachinery import errors
 from runtimes.apimachinery.errors import ApiError
 
 log = logging.getLogger("nodus.request")
@@ -103,7 +104,4 @@ def too_large() -> ApiError:
 
 
 def internal_error() -> ApiError:
-    return ApiError(
-        "InternalError",
-        "Internal error occurred: the server could not handle the request; nothing was changed",
-    )
+    return errors.internal_error("the server could not handle the request; nothing was changed")

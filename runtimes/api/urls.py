@@ -76,10 +76,7 @@ async def legacy_watch(request: HttpRequest, **kwargs: Any) -> HttpResponseBase:
     if request.method != "GET":  # these paths only watch: never a write through them
         return status_response(
             request,
-            errors.ApiError(
-                "MethodNotAllowed",
-                "the server does not allow this method on the requested resource",
-            ),
+            errors.method_not_served(),
         )
     return await watch(request, objects.CollectionView.access, **kwargs)
 
@@ -152,6 +149,14 @@ urlpatterns = [
     path(
         f"{GV}/namespaces/<str:namespace>/<str:plural>/<str:name>/compile",
         compile_view.CompileView.as_view(),
+    ),
+    # Any other subresource of a kind's object (after /status and /compile above).
+    path(
+        f"{GV}/namespaces/<str:namespace>/<str:plural>/<str:name>/<str:subresource>",
+        objects.UnknownSubresourceView.as_view(),
+    ),
+    path(
+        f"{GV}/<str:plural>/<str:name>/<str:subresource>", objects.UnknownSubresourceView.as_view()
     ),
     path("openapi/v3", openapi_views.OpenAPIIndexView.as_view()),
     path(f"openapi/v3/{GV}", openapi_views.OpenAPIGroupVersionView.as_view()),

@@ -35,7 +35,7 @@ log = logging.getLogger("nodus.watch")
 
 
 def _not_found() -> errors.ApiError:
-    return errors.ApiError("NotFound", "the server could not find the requested resource")
+    return errors.path_not_found()
 
 
 async def authenticate(request: HttpRequest) -> tuple[Any, Credential]:
@@ -65,9 +65,7 @@ async def prepare(
     if rt is None or (namespace is not None and not rt.namespaced):
         raise _not_found()
     if "watch" not in rt.verbs:
-        raise errors.ApiError(
-            "MethodNotAllowed", "the server does not allow this method on the requested resource"
-        )
+        raise errors.method_not_served()
     on_loop = await plan_on_loop(request, rt, access, namespace)
     if on_loop is not None:
         return on_loop
@@ -135,7 +133,7 @@ async def _lines(plan: WatchPlan) -> AsyncIterator[bytes]:
             yield orjson.dumps(event) + b"\n"
     except Exception:
         log.exception("watch stream failed")
-        error = errors.ApiError("InternalError", "Internal error occurred: the watch failed")
+        error = errors.internal_error("the watch failed")
         yield orjson.dumps({"type": "ERROR", "object": error.status()}) + b"\n"
     finally:
         metrics.watch_closed(plan.rt.plural)

@@ -104,7 +104,7 @@ class WatchConsumer(AsyncWebsocketConsumer):
         namespace = kwargs.get("namespace")
         rt = kind_for(self.scope["path"], kwargs["plural"])
         if rt is None or (namespace is not None and not rt.namespaced):
-            raise errors.ApiError("NotFound", "the server could not find the requested resource")
+            raise errors.path_not_found()
         query = QueryDict(self.scope.get("query_string", b"").decode("latin-1"))
         if query.get("watch", "").lower() not in {"1", "true"}:
             raise errors.bad_request(
@@ -150,7 +150,7 @@ class WatchConsumer(AsyncWebsocketConsumer):
             raise
         except Exception:
             log.exception("websocket watch failed")
-            error = errors.ApiError("InternalError", "Internal error occurred: the watch failed")
+            error = errors.internal_error("the watch failed")
             await self.send(
                 text_data=orjson.dumps({"type": "ERROR", "object": error.status()}).decode()
             )

@@ -214,11 +214,17 @@ REASONS: dict[str, Reason] = {
 
 @dataclass
 class ApiError(Exception):
-    """An error answered as a metav1.Status; `details` are its details (name, group, kind)."""
+    """An error answered as a metav1.Status; `details` are its details (name, group, kind).
+
+    As kube's `metav1.StatusDetails`, whose fields are all `omitempty`: an empty name, group or
+    kind is left out, and `details` itself only when kube sets none (None here). kube's generic
+    answers (`NewGenericServerResponse`: an unknown path, a method no route serves) carry an
+    empty details object, `{}`.
+    """
 
     reason: str
     message: str
-    details: dict[str, Any] = field(default_factory=dict)
+    details: dict[str, Any] | None = None
     causes: list[FieldError] = field(default_factory=list)
     fix: str | None = None
     retry_after: int | None = None
@@ -235,7 +241,7 @@ class ApiError(Exception):
         return REASONS[self.reason].code
 
     def status(self) -> dict[str, Any]:
-        details = dict(self.details)
+        details = {k: v for k, v in (self.details or {}).items() if v not in ("", None)}
         if self.causes:
             details["causes"] = [c.as_cause() for c in self.causes]
         if self.retry_after is not None:
@@ -249,7 +255,7 @@ class ApiError(Exception):
             "reason": self.reason,
             "code": self.code,
         }
-        if details:
+        if details or self.details is not None:
             body["details"] = details
         body["fix"] = self.fix or REASONS[self.reason].fix
         return body
@@ -257,6 +263,38 @@ class ApiError(Exception):
 
 def gr(resource: str, group: str) -> str:
     return f"{resource}.{group}" if group else resource
+
+
+NO_SUCH_PATH = "the server could not find the requested resource"
+NOT_SERVED = "the server does not allow this method on the requested resource"
+
+
+def path_not_found() -> ApiError:
+    """A path that names no resource (kube: `NewGenericServerResponse(404)`, empty details)."""
+    return ApiError("NotFound", NO_SUCH_PATH, {})
+
+
+def method_not_served() -> ApiError:
+    """A method no route of the path serves (kube: `NewGenericServerResponse(405)`)."""
+    return ApiError("MethodNotAllowed", NOT_SERVED, {})
+
+
+def internal_error(what: str) -> ApiError:
+    """kube's NewInternalError: the error in the message and again as the one cause."""
+    return ApiError(
+        "InternalError", f"Internal error occurred: {what}", {"causes": [{"message": what}]}
+    )
+
+
+def method_not_supported(resource: str, group: str, verb: str, **more: Any) -> ApiError:
+    """A verb the resource's handler does not serve (kube: `NewMethodNotSupported`): details
+    name the resource (the plural, never a subresource) and its group."""
+    return ApiError(
+        "MethodNotAllowed",
+        f'{verb} is not supported on resources of kind "{gr(resource, group)}"',
+        {"group": group, "kind": resource},
+        **more,
+    )
 
 
 def not_found(resource: str, group: str, name: str) -> ApiError:

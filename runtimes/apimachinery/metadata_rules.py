@@ -306,18 +306,37 @@ def validate_owner_references(
     return errors
 
 
-def finalizer_warnings(finalizers: Any, path: str = "metadata.finalizers") -> list[str]:
-    """The warning kube-apiserver gives custom resources for finalizers without a domain."""
+# Finalizers kube itself defines: never warned about (apiextensions' standardFinalizers).
+STANDARD_FINALIZERS = frozenset({"orphan", "foregroundDeletion", "kubernetes"})
+
+
+def finalizer_warnings(
+    finalizers: Any, old: Any = None, path: str = "metadata.finalizers"
+) -> list[str]:
+    """The warnings kube-apiserver gives a custom resource's write for the finalizers it adds
+    (those not in `old`), in name order (apiextensions' validateKubeFinalizerName): a name
+    without a path, other than kube's own, should be domain-qualified. Names that are not
+    qualified names at all are validation errors, so they are not warned about here."""
     if not isinstance(finalizers, list):
         return []
-    return [
-        f'{path}: "{finalizer}": prefer a domain-qualified finalizer name including a path (/) '
-        "to avoid accidental conflicts with other finalizer writers"
-        for finalizer in finalizers
-        if isinstance(finalizer, str)
-        and "/" not in finalizer
-        and not qualified_name_errors(finalizer)
-    ]
+    before = {f for f in old if isinstance(f, str)} if isinstance(old, list) else set()
+    added = sorted({f for f in finalizers if isinstance(f, str)} - before)
+    warnings = []
+    for finalizer in added:
+        if "/" in finalizer or finalizer in STANDARD_FINALIZERS:
+            continue
+        if qualified_name_errors(finalizer):
+            continue
+        prefer = (
+            "prefer a domain-qualified finalizer name including a path (/)"
+            if "." in finalizer
+            else "prefer a domain-qualified finalizer name"
+        )
+        warnings.append(
+            f'{path}: "{finalizer}": {prefer} to avoid accidental conflicts with other '
+            "finalizer writers"
+        )
+    return warnings
 
 
 def validate_object_meta(meta: Any, path: str = "metadata") -> list[FieldError]:

@@ -143,10 +143,10 @@ def authorize(
 ) -> None:
     """The role check behind `check`: read-only kinds first, then the caller's role."""
     if rt.read_only and verb not in READ_VERBS:
-        raise errors.ApiError(
-            "MethodNotAllowed",
-            f'{verb} is not supported on resources of kind "{errors.gr(rt.plural, rt.group)}"',
-            {"name": name, "group": rt.group, "kind": rt.plural},
+        raise errors.method_not_supported(
+            rt.plural,
+            rt.group,
+            verb,
             fix=rt.read_only_fix or f"{rt.kind} objects are read-only through the API.",
         )
     if not allowed(user, verb, namespace if rt.namespaced else "", subresource):

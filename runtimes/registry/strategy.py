@@ -11,6 +11,7 @@ import copy
 
 from runtimes.apimachinery.fielderrors import FieldError
 from runtimes.apimachinery.meta import Obj
+from runtimes.apimachinery.metadata_rules import finalizer_warnings
 
 
 class Strategy:
@@ -75,3 +76,11 @@ class StatusStrategy(Strategy):
 
     def validate_status(self, obj: Obj) -> list[FieldError]:
         return []
+
+
+def custom_resource_warnings(obj: Obj, old: Obj | None) -> list[str]:
+    """What kube warns about on any custom resource's create or update through its main
+    endpoint (never /status): finalizers the write adds without a domain-qualified name."""
+    finalizers = (obj.get("metadata") or {}).get("finalizers")
+    before = ((old or {}).get("metadata") or {}).get("finalizers")
+    return finalizer_warnings(finalizers, before)

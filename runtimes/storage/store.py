@@ -196,11 +196,12 @@ def create(
                 continue
             raise
         return WriteResult(obj, warnings, created=True)
+    # kube's NewGenerateNameConflict names the last name it generated.
     raise errors.ApiError(
         "AlreadyExists",
-        f'{rt.plural}.{rt.group} "{body["metadata"].get("generateName", "")}" already exists, the '
+        f'{errors.gr(rt.plural, rt.group)} "{obj["metadata"]["name"]}" already exists, the '
         "server was not able to generate a unique name for the object",
-        {"group": rt.group, "kind": rt.plural},
+        {"name": obj["metadata"]["name"], "group": rt.group, "kind": rt.plural},
         retry_after=1,
     )
 

@@ -247,7 +247,9 @@ def test_it_times_out_on_a_resource_version_from_the_future(
     body = response.json_body
     assert body["reason"] == "Timeout"
     assert body["details"]["causes"][0]["reason"] == "ResourceVersionTooLarge"
-    assert body["message"] == f"Too large resource version: {ahead}, current: {ahead - 100}"
+    assert (
+        body["message"] == f"Timeout: Too large resource version: {ahead}, current: {ahead - 100}"
+    )
     assert response["Retry-After"] == "1"
 
 

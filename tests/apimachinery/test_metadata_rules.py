@@ -177,9 +177,16 @@ def test_it_requires_qualified_finalizers_and_warns_about_unprefixed_ones() -> N
     assert validate_finalizers(["nodus.dev/catalog", "plain"]) == []
     [error] = validate_finalizers(["nodus.dev/catalog", "not ok"])
     assert (error.field, error.reason) == ("metadata.finalizers", "FieldValueInvalid")
-    assert finalizer_warnings(["nodus.dev/catalog", "plain"]) == [
-        'metadata.finalizers: "plain": prefer a domain-qualified finalizer name including a path '
-        "(/) to avoid accidental conflicts with other finalizer writers"
+    assert finalizer_warnings(["nodus.dev/catalog", "plain", "orphan", "x.dev"]) == [
+        'metadata.finalizers: "plain": prefer a domain-qualified finalizer name to avoid '
+        "accidental conflicts with other finalizer writers",
+        'metadata.finalizers: "x.dev": prefer a domain-qualified finalizer name including a '
+        "path (/) to avoid accidental conflicts with other finalizer writers",
+    ]
+    # Only the finalizers a write adds are warned about.
+    assert finalizer_warnings(["plain", "x.dev"], ["plain"]) == [
+        'metadata.finalizers: "x.dev": prefer a domain-qualified finalizer name including a '
+        "path (/) to avoid accidental conflicts with other finalizer writers",
     ]
 
 

@@ -6,8 +6,10 @@ import pytest
 
 from tests.conformance.conftest import InProcess
 from tests.conformance.harness import (
+    APPLY,
     GV,
     IMAGE,
+    JSON_PATCH,
     MERGE,
     TRS,
     Sequence,
@@ -52,6 +54,15 @@ def unknown_field_create(query: str, status: int, **kw: object) -> Step:
     body = runtime("a")
     body["spec"]["foo"] = "bar"
     return Step("POST", f"{TRS}{query}", status, body, **kw)  # type: ignore[arg-type]
+
+
+def finalizer_warning(name: str, path: bool = False) -> str:
+    """kube's Warning header value for one finalizer a custom resource's write adds without a
+    path (validateKubeFinalizerName); `path`: the name has a domain, only the path is missing."""
+    prefer = "prefer a domain-qualified finalizer name" + (" including a path (/)" if path else "")
+    # The header quotes the warning, so its own quotes come backslash-escaped.
+    text = f'metadata.finalizers: \\"{name}\\": {prefer} to avoid accidental conflicts with '
+    return f'299 - "{text}other finalizer writers"'
 
 
 SEQUENCES = [
@@ -343,15 +354,83 @@ SEQUENCES = [
                 TRS,
                 201,
                 with_meta(runtime("a"), finalizers=["hold"]),
+                expect_headers={"warning": finalizer_warning("hold")},
+            ),
+        ),
+    ),
+    Sequence(
+        "a-finalizer-with-a-domain-but-no-path-warns-to-add-one",
+        f"{VALIDATOR} validateKubeFinalizerName (a dot and no slash)",
+        (
+            Step(
+                "POST",
+                TRS,
+                201,
+                with_meta(runtime("a"), finalizers=["nodus.dev", "hold"]),
+                # one warning per name, in name order (sets.String.List)
                 expect_headers={
-                    "warning": contains(
-                        'metadata.finalizers: \\"hold\\": prefer a domain-qualified finalizer '
-                        "name to avoid accidental conflicts with other finalizer writers"
-                    )
+                    "warning": f"{finalizer_warning('hold')}, "
+                    f"{finalizer_warning('nodus.dev', path=True)}"
                 },
             ),
         ),
-        divergence="finalizer-name warning missing (issue 13, branch diverge)",
+    ),
+    Sequence(
+        "kubes-own-finalizers-do-not-warn",
+        f"{VALIDATOR} standardFinalizers (orphan, foregroundDeletion, kubernetes)",
+        (
+            Step(
+                "POST",
+                TRS,
+                201,
+                with_meta(runtime("a"), finalizers=["orphan", "kubernetes"]),
+                expect_headers={"warning": ABSENT},
+            ),
+        ),
+    ),
+    Sequence(
+        "only-the-finalizers-a-write-adds-warn",
+        "apiextensions-apiserver pkg/registry/customresource/strategy.go WarningsOnUpdate "
+        "(generateWarningsFromObj: the new set minus the old)",
+        (
+            Step(
+                "POST",
+                TRS,
+                201,
+                with_meta(runtime("a"), finalizers=["hold"]),
+                expect_headers={"warning": finalizer_warning("hold")},
+            ),
+            merge("a", {"metadata": {"labels": {"x": "y"}}}, expect_headers={"warning": ABSENT}),
+            merge(
+                "a",
+                {"metadata": {"finalizers": ["hold", "keep"]}},
+                expect_headers={"warning": finalizer_warning("keep")},
+            ),
+            Step(
+                "PATCH",
+                f"{TRS}/a",
+                200,
+                [{"op": "add", "path": "/metadata/finalizers/-", "value": "more"}],
+                JSON_PATCH,
+                expect_headers={"warning": finalizer_warning("more")},
+                save={"rv": "metadata.resourceVersion"},
+            ),
+            Step(
+                "PUT",
+                f"{TRS}/a",
+                200,
+                with_meta(runtime("a"), resourceVersion="{rv}", finalizers=["hold", "put"]),
+                expect_headers={"warning": finalizer_warning("put")},
+            ),
+            Step(
+                "PATCH",
+                f"{TRS}/a?fieldManager=me",
+                200,
+                with_meta(runtime("a"), finalizers=["hold", "put", "applied"]),
+                APPLY,
+                expect_headers={"warning": finalizer_warning("applied")},
+            ),
+        ),
     ),
     Sequence(
         "a-domain-qualified-finalizer-does-not-warn",

@@ -38,6 +38,9 @@ FIELDSELECTOR = (
 )
 APISERVER = "apiserver pkg/endpoints/apiserver_test.go"
 CONVENTIONS = "community contributors/devel/sig-architecture/api-conventions.md"
+CACHER = "apiserver pkg/storage/cacher/cacher.go"
+DELEGATOR = "apiserver pkg/storage/cacher/delegator/interface.go"
+STORAGE = "apiserver pkg/storage/interfaces.go"
 
 
 def labelled(name: str, **labels: str) -> Step:
@@ -340,24 +343,47 @@ SEQUENCES = [
         ),
     ),
     Sequence(
-        "limit-with-resource-version-zero-pages-from-the-cache",
-        "apiserver pkg/storage/cacher (ListFromCacheSnapshot, beta in 1.34: paged lists at "
-        "resourceVersion=0 from the watch cache)",
+        "limit-is-ignored-at-resource-version-zero",
+        f'{CACHER} computeListLimit (limit 0 when resourceVersion is "0"); '
+        f"{DELEGATOR} ShouldDelegateList (rv=0 with a limit is served by the cache)",
         (
             create("a"),
             create("b"),
+            create("c"),
+            *(
+                listed(
+                    query,
+                    ["a", "b", "c"],
+                    metadata={"continue": ABSENT, "remainingItemCount": ABSENT},
+                )
+                for query in (
+                    "limit=1&resourceVersion=0",
+                    "limit=1&resourceVersion=0&resourceVersionMatch=NotOlderThan",
+                    "limit=1&resourceVersion=0&labelSelector=x%21%3Dy",
+                )
+            ),
+        ),
+    ),
+    Sequence(
+        "a-continue-at-resource-version-zero-answers-the-rest-unpaged",
+        f'{STORAGE} ValidateListOptions (continue allows resourceVersion "0"); {CACHER} '
+        'GetList (the snapshot from the continue key on, limit ignored at "0")',
+        (
+            create("a"),
+            create("b"),
+            create("c"),
             Step(
                 "GET",
-                f"{TRS}?limit=1&resourceVersion=0",
+                f"{TRS}?limit=1",
                 200,
                 expect={"items": [{"metadata": {"name": "a"}}], "metadata": {"continue": Re(".+")}},
-                save={"token": "metadata.continue"},
+                save={"token": "metadata.continue", "at": "metadata.resourceVersion"},
             ),
-            Step(
-                "GET",
-                f"{TRS}?limit=1&continue={{token}}",
-                200,
-                expect={"items": [{"metadata": {"name": "b"}}], "metadata": {"continue": ABSENT}},
+            create("d"),
+            listed(
+                "limit=1&resourceVersion=0&continue={token}",
+                ["b", "c"],
+                metadata={"continue": ABSENT, "resourceVersion": "{at}"},
             ),
         ),
     ),

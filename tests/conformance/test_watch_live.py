@@ -340,6 +340,47 @@ SEQUENCES = [
         ),
     ),
     Sequence(
+        "a-second-delete-of-a-terminating-object-writes-nothing",
+        "apiserver pkg/registry/generic/registry/store.go updateForGracefulDeletionAndFinalizers "
+        "(the object comes back unchanged); pkg/storage/etcd3/store.go GuaranteedUpdate (an "
+        "unchanged object is not written: no new resourceVersion, no event)",
+        (
+            Step(
+                "POST",
+                TRS,
+                201,
+                with_meta(runtime("a-{u}"), labels={"t": "{u}"}, finalizers=["nodus.dev/hold"]),
+                save={"rv": "metadata.resourceVersion"},
+            ),
+            Watch(f"{TRS}?watch=1&{SELECT}&resourceVersion={{rv}}&timeoutSeconds=20"),
+            Step("DELETE", f"{TRS}/a-{{u}}", 200, save={"deleting": "metadata.resourceVersion"}),
+            Step(
+                "DELETE",
+                f"{TRS}/a-{{u}}",
+                200,
+                expect={"metadata": {"resourceVersion": "{deleting}"}},
+            ),
+            Step(
+                "DELETE",
+                f"{TRS}/a-{{u}}",
+                200,
+                {"propagationPolicy": "Background"},
+                expect={"metadata": {"resourceVersion": "{deleting}"}},
+            ),
+            changed("a", {"metadata": {"finalizers": None}}),
+            # Had a repeated DELETE written, its MODIFIED would come before the DELETED.
+            Events(
+                [
+                    {
+                        "type": "MODIFIED",
+                        "object": {"metadata": {"resourceVersion": "{deleting}"}},
+                    },
+                    {"type": "DELETED", "object": {"metadata": {"name": "a-{u}"}}},
+                ]
+            ),
+        ),
+    ),
+    Sequence(
         "a-watch-from-a-compacted-resource-version-is-one-410-error-event",
         f"{CACHER}; apiserver pkg/storage/cacher/watch_cache_history.go (too old resource version)",
         (

@@ -372,8 +372,8 @@ SEQUENCES = [
             ),
             get("a", expect={"spec": {"task": "SFT"}, "metadata": {"resourceVersion": same("rv")}}),
         ),
-        divergence="a failed JSON patch op: nodus names the op in message, kube writes the "
-        "generic 422 message with empty details (issue 13)",
+        divergence="a failed JSON patch op: nodus names the op in the message, kube writes the "
+        "generic 422 message (the empty details match) (issue 13)",
     ),
     Sequence(
         "json-patch-removing-a-missing-path-is-422",

@@ -15,7 +15,7 @@ from typing import Any
 from runtimes.apimachinery.fielderrors import FieldError, required
 from runtimes.apimachinery.meta import Obj
 from runtimes.apimachinery.structural import structural_errors
-from runtimes.registry.strategy import StatusStrategy, Strategy
+from runtimes.registry.strategy import StatusStrategy, Strategy, custom_resource_warnings
 from runtimes.registry.trainingjob import admission, defaulting, schema
 
 
@@ -59,9 +59,11 @@ class TrainingJobStrategy(Strategy):
         return list(dict.fromkeys(admission.compile_errors(obj)))
 
     def warnings(self, obj: Obj, old: Obj | None) -> list[str]:
+        found = custom_resource_warnings(obj, old)
         if old is not None and old.get("spec") == obj.get("spec"):
-            return []
-        return admission.compile_warnings(obj) if isinstance(obj.get("spec"), dict) else []
+            return found
+        compiled = admission.compile_warnings(obj) if isinstance(obj.get("spec"), dict) else []
+        return found + compiled
 
     def unknown_fields(self, obj: Obj) -> list[str]:
         return schema.unknown_fields(obj)

@@ -15,7 +15,7 @@ from runtimes.accounts.access import MANAGED_PROJECT
 from runtimes.apimachinery.fielderrors import FieldError, required
 from runtimes.apimachinery.meta import Obj
 from runtimes.catalog.accelerators import catalog
-from runtimes.registry.strategy import StatusStrategy, Strategy
+from runtimes.registry.strategy import StatusStrategy, Strategy, custom_resource_warnings
 from runtimes.registry.trainingruntime import defaulting, schema, validation
 
 
@@ -46,7 +46,8 @@ class TrainingRuntimeStrategy(Strategy):
 
     def warnings(self, obj: Obj, old: Obj | None) -> list[str]:
         spec = obj.get("spec")
-        return validation.spec_warnings(spec, catalog()) if isinstance(spec, dict) else []
+        found = custom_resource_warnings(obj, old)
+        return found + (validation.spec_warnings(spec, catalog()) if isinstance(spec, dict) else [])
 
     def unknown_fields(self, obj: Obj) -> list[str]:
         return schema.unknown_fields(obj)
