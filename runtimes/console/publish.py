@@ -1,9 +1,9 @@
-"""Publishing: create, edit and delete runtimes in a YAML editor.
+"""Publishing: create, check and delete runtimes in a YAML editor.
 
 As the user types, `check` dry-runs the write through the store (the same strategy as the
 API, nothing stored) and shows each Status cause beside the line of its field, plus the diff
-against the stored version. Saving is optimistic: an edit carries the resourceVersion it was
-loaded at, and a conflict offers to reload or to re-apply the user's text on the latest version.
+against the stored version. Editing a stored runtime (a review before the write, conflicts
+settled field by field) is `runtimes.console.editing`'s; it writes through `evaluate` too.
 Only editors of a project see these pages; project `nodus` only platform admins.
 """
 
@@ -19,7 +19,7 @@ from django.views.decorators.http import require_POST
 from runtimes.accounts import access
 from runtimes.apimachinery import errors
 from runtimes.apimachinery.meta import Obj
-from runtimes.console import manifests
+from runtimes.console import edit_base, manifests
 from runtimes.console.authorization import requires
 from runtimes.console.runtime_page import NO_SUCH_RUNTIME, load
 from runtimes.registry import authorization, fieldmanager, owner_admission
@@ -55,7 +55,7 @@ def forbidden(request: HttpRequest, project: str, name: str) -> HttpResponse:
     return render(request, "console/publish/forbidden.html", status=403)
 
 
-def _editor_context(request: HttpRequest, **extra: Any) -> dict[str, Any]:
+def editor_context(request: HttpRequest, **extra: Any) -> dict[str, Any]:
     return {"projects": access.writable_projects(request.user), **extra}
 
 
@@ -131,27 +131,8 @@ def new(request: HttpRequest) -> HttpResponse:
             verdict, stored = evaluate(request, text, project, None, "", save=True)
             if stored is not None:
                 return redirect("runtime", project, stored["metadata"]["name"], "status")
-    context = _editor_context(
-        request, text=text, project=project, verdict=verdict, original=None, rv=""
-    )
-    return render(request, "console/publish/editor.html", context)
-
-
-@requires(authorization.role("update", TRAINING_RUNTIMES), forbidden)
-def edit(request: HttpRequest, project: str, name: str) -> HttpResponse:
-    original = load(request, project, name)
-    rv = request.POST.get("resourceVersion") or original["metadata"]["resourceVersion"]
-    text = request.POST.get("manifest") or manifests.dump(manifests.editable(original))
-    verdict = None
-    if request.method == "POST":
-        verdict, stored = evaluate(request, text, project, original, rv, save=True)
-        if stored is not None:
-            return redirect("runtime", project, name, "status")
-        if verdict.conflict:
-            # Offer to re-apply the user's text on the latest version: it now carries that rv.
-            rv = original["metadata"]["resourceVersion"]
-    context = _editor_context(
-        request, text=text, project=project, verdict=verdict, original=original, rv=rv
+    context = editor_context(
+        request, text=text, project=project, verdict=verdict, original=None, base=""
     )
     return render(request, "console/publish/editor.html", context)
 
@@ -162,9 +143,15 @@ def check(request: HttpRequest) -> HttpResponse:
     project = request.POST.get("project", "")
     text = request.POST.get("manifest", "")
     original = None
+    rv = ""
     if request.POST.get("original"):
         original = load(request, project, request.POST["original"])
-    rv = request.POST.get("resourceVersion", "")
+        # The dry run is checked against the version the editor started from, as the save
+        # will be: a runtime changed meanwhile shows as a conflict while the user types.
+        base = edit_base.read(request.POST.get("base", ""), project, request.POST["original"])
+        rv = original["metadata"]["resourceVersion"]
+        if base is not None and not edit_base.is_current(base, original):
+            rv = base.resource_version
     if project not in access.writable_projects(request.user):
         verdict = Verdict(False, [], f"you may not publish to project {project!r}")
     else:

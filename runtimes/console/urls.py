@@ -5,7 +5,17 @@ from __future__ import annotations
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from runtimes.console import accounts, catalog, compare, docs, jobs, parameters, publish, runtime
+from runtimes.console import (
+    accounts,
+    catalog,
+    compare,
+    docs,
+    editing,
+    jobs,
+    parameters,
+    publish,
+    runtime,
+)
 from runtimes.console.authorization import requires
 from runtimes.registry import authorization
 
@@ -28,7 +38,7 @@ urlpatterns = [
         parameters.check,
         name="runtime-parameters-check",
     ),
-    path("p/<str:project>/runtimes/<str:name>/edit", publish.edit, name="publish-edit"),
+    path("p/<str:project>/runtimes/<str:name>/edit", editing.edit, name="publish-edit"),
     path("p/<str:project>/runtimes/<str:name>/delete", publish.delete, name="publish-delete"),
     path("p/<str:project>/runtimes/<str:name>/<str:tab>", runtime.runtime, name="runtime"),
     path("p/<str:project>/jobs", jobs.job_list, name="jobs"),

@@ -95,55 +95,6 @@ def test_it_refuses_publishing_to_a_project_the_user_cannot_write(actors: dict[s
     assert not store.list_objects(TRAINING_RUNTIMES, "nodus")[0]
 
 
-def test_it_diffs_an_edit_against_the_stored_version(actors: dict[str, Any]) -> None:
-    put_runtime("demo", runtime_manifest("edited"))
-    client = client_for(actors["alice"])
-    page = client.get("/p/demo/runtimes/edited/edit").content.decode()
-    assert "resourceVersion" in page
-    stored = store.get(TRAINING_RUNTIMES, "demo", "edited")
-    text = yaml.safe_dump({**stored, "spec": {**stored["spec"], "launcher": "Torchrun"}})
-    body = client.post(
-        "/publish/check",
-        {
-            "project": "demo",
-            "original": "edited",
-            "manifest": text,
-            "resourceVersion": stored["metadata"]["resourceVersion"],
-        },
-    ).content.decode()
-    assert '<span class="del">-  launcher: Plain</span>' in body
-    assert '<span class="add">+  launcher: Torchrun</span>' in body
-
-
-def test_it_saves_an_edit_and_offers_reapply_on_conflict(actors: dict[str, Any]) -> None:
-    put_runtime("demo", runtime_manifest("contested"))
-    client = client_for(actors["alice"])
-    stale = store.get(TRAINING_RUNTIMES, "demo", "contested")
-    rv = stale["metadata"]["resourceVersion"]
-
-    def someone_else(obj: dict[str, Any]) -> dict[str, Any]:
-        obj["spec"]["launcher"] = "Deepspeed"
-        return obj
-
-    store.mutate(TRAINING_RUNTIMES, "demo", "contested", someone_else)
-    mine = runtime_manifest("contested", launcher="Torchrun")
-    response = client.post(
-        "/p/demo/runtimes/contested/edit",
-        {"project": "demo", "manifest": yaml.safe_dump(mine), "resourceVersion": rv},
-    )
-    body = response.content.decode()
-    assert "Someone changed this runtime after you opened it" in body
-    assert "Re-apply my changes on the latest version" in body
-    latest = store.get(TRAINING_RUNTIMES, "demo", "contested")["metadata"]["resourceVersion"]
-    assert f'name="resourceVersion" value="{latest}"' in body
-    again = client.post(
-        "/p/demo/runtimes/contested/edit",
-        {"project": "demo", "manifest": yaml.safe_dump(mine), "resourceVersion": latest},
-    )
-    assert again.status_code == 302
-    assert store.get(TRAINING_RUNTIMES, "demo", "contested")["spec"]["launcher"] == "Torchrun"
-
-
 def test_it_deletes_after_confirmation(actors: dict[str, Any]) -> None:
     put_runtime("demo", runtime_manifest("doomed"))
     client = client_for(actors["alice"])
