@@ -16,8 +16,16 @@ from django.views.decorators.vary import vary_on_headers
 from runtimes.accounts import access
 from runtimes.apimachinery.meta import Obj
 from runtimes.catalog.accelerators import catalog as accelerator_catalog
+from runtimes.console import querylinks
 from runtimes.console.authorization import requires
-from runtimes.console.filters import PAGE_SIZE, SORTS, RuntimeFilterSet, facets, sorted_rows
+from runtimes.console.filters import (
+    PAGE_SIZE,
+    SORT_CHOICES,
+    RuntimeFilterSet,
+    facets,
+    parse_sort,
+    sorted_rows,
+)
 from runtimes.console.summaries import summarize
 from runtimes.registry import authorization
 from runtimes.registry.kinds import TRAINING_RUNTIMES
@@ -52,14 +60,19 @@ def catalog(request: HttpRequest) -> HttpResponse:
     summaries = [summarize(o, source) for o in objects]
     filterset = RuntimeFilterSet(request.GET, summaries)
     rows = sorted_rows(filterset)
+    column, descending = parse_sort(filterset.form.cleaned_data.get("sort"))
+    sort = f"-{column}" if descending else column
     page = Paginator(rows, PAGE_SIZE).get_page(request.GET.get("page"))
     context = {
         "filterset": filterset,
         "facets": facets(filterset),
         "page": page,
         "total": len(summaries),
-        "sorts": [(k, v[0]) for k, v in SORTS.items()],
-        "sort": filterset.form.cleaned_data.get("sort") or "name",
+        "sorts": SORT_CHOICES,
+        "sort": sort,
+        "headers": querylinks.headers(request.GET, sort),
+        "chips": querylinks.chips(request.GET, filterset),
+        "clear_all": querylinks.clear_all(request.GET),
         "query": request.GET.urlencode(),
         "page_query": _without(request, "page"),
         "revision": revision,
