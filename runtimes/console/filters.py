@@ -198,9 +198,9 @@ def facets(filterset: RuntimeFilterSet) -> list[Facet]:
 
 
 def sorted_rows(filterset: RuntimeFilterSet) -> list[RuntimeSummary]:
+    rows = list(filterset.qs)  # validates the form: cleaned_data exists from here on
     column, descending = parse_sort(filterset.form.cleaned_data.get("sort"))
     sort = SORTS[column]
-    rows = list(filterset.qs)
     valued = sorted((r for r in rows if sort.has_value(r)), key=sort.key, reverse=descending)
     rest = sorted((r for r in rows if not sort.has_value(r)), key=SORTS["name"].key)
     return valued + rest
