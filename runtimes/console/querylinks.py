@@ -53,10 +53,10 @@ def _query(data: QueryDict, **changes: list[str]) -> str:
     query = data.copy()
     query.pop("page", None)
     for key, values in changes.items():
-        if values:
-            query.setlist(key, values)
-        else:
-            query.pop(key, None)
+        query.setlist(key, values)
+    # Empty fields (an empty search box submits q=) say nothing: the link leaves them out.
+    for key in [k for k in query if not any(query.getlist(k))]:
+        query.pop(key)
     encoded = query.urlencode()
     return f"?{encoded}" if encoded else "?"
 
