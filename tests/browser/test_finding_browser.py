@@ -50,6 +50,7 @@ def test_it_shows_filter_chips_and_clears_them(session_for: Any) -> None:
     chips = page.locator("#filter-chips li")
     expect(chips.locator("> span")).to_have_text(["Project: demo", "Task: SFT"])
     expect(page.locator("#runtime-rows tr")).to_have_count(2)
+    s.shot("catalog-chips", full_page=False)
     page.get_by_role("link", name="Clear filter Task: SFT").click()
     page.wait_for_url(lambda url: "task=" not in url)
     expect(chips.locator("> span")).to_have_text(["Project: demo"])
@@ -175,6 +176,7 @@ def test_it_shows_the_request_id_of_a_server_error(session_for: Any) -> None:
     expect(toast).to_contain_text("The server failed (HTTP 500)")
     assert seen
     expect(toast.locator(".request-id code")).to_have_text(seen[-1])
+    s.shot("toast-server-error", full_page=False)
     expect(page.locator(".toasts")).to_have_attribute("role", "status")
     expect_failures(s, "500 ", "htmx:responseError", "status of 500", "htmx:afterRequest")
 
