@@ -1,17 +1,20 @@
 """Accounts: API tokens (shown once), a kubeconfig download, projects and their members.
 
 Actions a user may not take are not offered: members are managed only by admins of the project
-(or platform admins), and a project always keeps at least one admin.
+(or platform admins), and a project always keeps at least one admin. Revoking a token and
+removing a member first show a confirmation page (a GET, so it works without JavaScript); only
+its POST acts. Every change that succeeds says what changed in a message.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_http_methods, require_POST
 
 from runtimes.accounts import access
 from runtimes.accounts.kubeconfig import kubeconfig
@@ -36,16 +39,24 @@ def tokens(request: access.AuthenticatedHttpRequest) -> HttpResponse:
             problem = "Give the token a name of 1 to 100 characters."
         else:
             _row, new_token = create_token(request.user, name)
+            messages.success(request, f"Token {name} created: copy it now.")
     rows = ApiToken.objects.filter(user=request.user).order_by("-created_at")
     context = {"tokens": rows, "new_token": new_token, "problem": problem}
     return render(request, "console/accounts/tokens.html", context)
 
 
 @requires(OWN)
-@require_POST
+@require_http_methods(["GET", "POST"])
 def revoke(request: HttpRequest, token_id: int) -> HttpResponse:
+    """GET asks for confirmation; POST revokes."""
     row = get_object_or_404(ApiToken, pk=token_id, user=request.user)
+    if row.revoked_at is not None:
+        messages.info(request, f"Token {row.name} was already revoked.")
+        return redirect("tokens")
+    if request.method != "POST":
+        return render(request, "console/accounts/revoke.html", {"token": row})
     revoke_token(row)
+    messages.success(request, f"Token {row.name} revoked: it no longer signs anyone in.")
     return redirect("tokens")
 
 
@@ -84,7 +95,7 @@ def _admins(project: Project) -> int:
 
 
 def _change_members(request: HttpRequest, project: Project) -> str:
-    """Applies one add / change / remove; returns a problem to show, or ""."""
+    """Applies one add / change / remove and says what changed; returns a problem, or ""."""
     action = request.POST.get("action")
     users = get_user_model().objects
     if action == "add":
@@ -95,6 +106,7 @@ def _change_members(request: HttpRequest, project: Project) -> str:
         if role not in Role.values:
             return "Unknown role."
         Membership.objects.update_or_create(project=project, user=user, defaults={"role": role})
+        messages.success(request, f"{user.get_username()} is now {role} in {project.name}.")
         return ""
     # No member id matches no membership (pk 0 is never handed out).
     membership = Membership.objects.filter(
@@ -107,6 +119,7 @@ def _change_members(request: HttpRequest, project: Project) -> str:
         if last_admin:
             return "A project keeps at least one admin."
         membership.delete()
+        messages.success(request, f"Removed {membership.user.get_username()} from {project.name}.")
     elif action == "role":
         role = request.POST.get("role", "")
         if role not in Role.values:
@@ -115,6 +128,9 @@ def _change_members(request: HttpRequest, project: Project) -> str:
             return "A project keeps at least one admin."
         membership.role = role
         membership.save(update_fields=["role"])
+        messages.success(
+            request, f"{membership.user.get_username()} is now {role} in {project.name}."
+        )
     return ""
 
 
@@ -135,3 +151,14 @@ def members(request: HttpRequest, project: str) -> HttpResponse:
         "problem": problem,
     }
     return render(request, "console/accounts/members.html", context)
+
+
+@requires(authorization.role(MANAGE, authorization.MEMBERS), hidden("no such project"))
+def confirm_remove(request: HttpRequest, project: str, member_id: int) -> HttpResponse:
+    """Asks before removing a member; the form posts the removal to `members`."""
+    row = get_object_or_404(Project, name=project)
+    membership = get_object_or_404(
+        Membership.objects.select_related("user"), project=row, pk=member_id
+    )
+    context = {"project": row, "member": membership}
+    return render(request, "console/accounts/remove_member.html", context)

@@ -18,8 +18,16 @@ from django.views.decorators.vary import vary_on_headers
 from runtimes.accounts import access
 from runtimes.apimachinery.meta import Obj
 from runtimes.catalog.accelerators import catalog as accelerator_catalog
+from runtimes.console import querylinks
 from runtimes.console.authorization import requires
-from runtimes.console.filters import PAGE_SIZE, SORTS, RuntimeFilterSet, facets, sorted_rows
+from runtimes.console.filters import (
+    PAGE_SIZE,
+    SORT_CHOICES,
+    RuntimeFilterSet,
+    facets,
+    parse_sort,
+    sorted_rows,
+)
 from runtimes.console.summaries import summarize
 from runtimes.registry import authorization
 from runtimes.registry.kinds import TRAINING_RUNTIMES
@@ -54,6 +62,8 @@ def results_context(objects: list[Obj], revision: int, query: QueryDict) -> dict
     summaries = [summarize(o, source) for o in objects]
     filterset = RuntimeFilterSet(query, summaries)
     rows = sorted_rows(filterset)
+    column, descending = parse_sort(filterset.form.cleaned_data.get("sort"))
+    sort = f"-{column}" if descending else column
     page = Paginator(rows, PAGE_SIZE).get_page(query.get("page"))
     without_page = query.copy()
     without_page.pop("page", None)
@@ -62,7 +72,10 @@ def results_context(objects: list[Obj], revision: int, query: QueryDict) -> dict
         "facets": facets(filterset),
         "page": page,
         "total": len(summaries),
-        "sort": filterset.form.cleaned_data.get("sort") or "name",
+        "sort": sort,
+        "headers": querylinks.headers(query, sort),
+        "chips": querylinks.chips(query, filterset),
+        "clear_all": querylinks.clear_all(query),
         "query": query.urlencode(),
         "page_query": without_page.urlencode(),
         "revision": revision,
@@ -76,7 +89,7 @@ def results_context(objects: list[Obj], revision: int, query: QueryDict) -> dict
 def catalog(request: HttpRequest) -> HttpResponse:
     objects, revision = readable_runtimes(request.user)
     context = results_context(objects, revision, request.GET)
-    context["sorts"] = [(k, v[0]) for k, v in SORTS.items()]
+    context["sorts"] = SORT_CHOICES
     context["can_publish"] = bool(access.writable_projects(request.user))
     template = "console/catalog.html#results" if wants_partial(request) else "console/catalog.html"
     return render(request, template, context)

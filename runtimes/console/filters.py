@@ -42,16 +42,43 @@ FIXED_CHOICES: dict[str, tuple[str, ...]] = {
     "managed": ("yes", "no"),
 }
 
-SORTS: dict[str, tuple[str, Callable[[RuntimeSummary], Any]]] = {
-    "name": ("Name", lambda s: (s.name, s.namespace)),
-    "project": ("Project", lambda s: (s.namespace, s.name)),
-    "task": ("Task", lambda s: (s.task, s.name)),
-    "phase": ("Phase", lambda s: (s.phase, s.name)),
-    "fastest": (
+
+@dataclass(frozen=True)
+class Sort:
+    """A column the catalog sorts by; rows without a value (`has_value`) always come last."""
+
+    label: str
+    key: Callable[[RuntimeSummary], Any]
+    has_value: Callable[[RuntimeSummary], bool] = lambda s: True
+
+
+# `sort=name` sorts ascending, `sort=-name` descending; the column headers offer both.
+SORTS: dict[str, Sort] = {
+    "name": Sort("Name", lambda s: (s.name, s.namespace)),
+    "project": Sort("Project", lambda s: (s.namespace, s.name)),
+    "task": Sort("Task", lambda s: (s.task, s.name)),
+    "launcher": Sort("Launcher", lambda s: (s.launcher, s.name)),
+    "phase": Sort("Phase", lambda s: (s.phase, s.name)),
+    "fastest": Sort(
         "Fastest estimate",
-        lambda s: (s.fastest is None, s.fastest.seconds if s.fastest else 0.0, s.name),
+        lambda s: (s.fastest.seconds if s.fastest else 0.0, s.name),
+        lambda s: s.fastest is not None,
     ),
 }
+SORT_CHOICES = [
+    choice
+    for key, sort in SORTS.items()
+    for choice in ((key, sort.label), (f"-{key}", f"{sort.label}, descending"))
+]
+
+
+def parse_sort(value: str | None) -> tuple[str, bool]:
+    """The column and whether it sorts descending; an unknown or missing sort is by name."""
+    value = value or "name"
+    column = value.removeprefix("-")
+    if column not in SORTS:
+        return "name", False
+    return column, value.startswith("-")
 
 
 class SummaryList(list[RuntimeSummary]):
@@ -101,7 +128,7 @@ class RuntimeFilterSet(django_filters.FilterSet):
     managed = FacetFilter(field_name="managed", label="Managed")
     family = FacetFilter(field_name="family", label="Accelerator family")
     model = FacetFilter(field_name="model", label="Model")
-    sort = NoopFilter(label="Sort", choices=[(k, v[0]) for k, v in SORTS.items()], empty_label=None)
+    sort = NoopFilter(label="Sort", choices=SORT_CHOICES, empty_label=None)
 
     def __init__(self, data: QueryDict, summaries: list[RuntimeSummary]) -> None:
         super().__init__(data, queryset=SummaryList(summaries))
@@ -171,6 +198,9 @@ def facets(filterset: RuntimeFilterSet) -> list[Facet]:
 
 
 def sorted_rows(filterset: RuntimeFilterSet) -> list[RuntimeSummary]:
-    rows = list(filterset.qs)
-    sort = filterset.form.cleaned_data.get("sort") or "name"
-    return sorted(rows, key=SORTS.get(sort, SORTS["name"])[1])
+    rows = list(filterset.qs)  # validates the form: cleaned_data exists from here on
+    column, descending = parse_sort(filterset.form.cleaned_data.get("sort"))
+    sort = SORTS[column]
+    valued = sorted((r for r in rows if sort.has_value(r)), key=sort.key, reverse=descending)
+    rest = sorted((r for r in rows if not sort.has_value(r)), key=SORTS["name"].key)
+    return valued + rest

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
@@ -115,6 +116,12 @@ def evaluate(
     return verdict, result.object
 
 
+def published(stored: Obj) -> str:
+    """What a successful publish changed; the revision is the spec's generation."""
+    meta = stored["metadata"]
+    return f"Published {meta['name']} revision {meta.get('generation', 1)} in {meta['namespace']}."
+
+
 @requires(PROJECT_FROM_FORM)
 def new(request: HttpRequest) -> HttpResponse:
     projects = access.writable_projects(request.user)
@@ -130,6 +137,7 @@ def new(request: HttpRequest) -> HttpResponse:
         else:
             verdict, stored = evaluate(request, text, project, None, "", save=True)
             if stored is not None:
+                messages.success(request, published(stored))
                 return redirect("runtime", project, stored["metadata"]["name"], "status")
     context = editor_context(
         request, text=text, project=project, verdict=verdict, original=None, base=""
@@ -176,5 +184,6 @@ def delete(request: HttpRequest, project: str, name: str) -> HttpResponse:
             problem = exc.message
             obj = load(request, project, name)
         else:
+            messages.success(request, f"Deleted runtime {name} from project {project}.")
             return redirect("catalog")
     return render(request, "console/publish/delete.html", {"obj": obj, "problem": problem})

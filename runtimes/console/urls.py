@@ -51,4 +51,9 @@ urlpatterns = [
     path("account/kubeconfig", accounts.download_kubeconfig, name="kubeconfig"),
     path("projects", accounts.projects, name="projects"),
     path("projects/<str:project>/members", accounts.members, name="members"),
+    path(
+        "projects/<str:project>/members/<int:member_id>/remove",
+        accounts.confirm_remove,
+        name="member-remove",
+    ),
 ]

@@ -25,5 +25,7 @@ def server_error(request: HttpRequest) -> HttpResponse:
     # No context processors that could fail again: the request may be half-broken.
     from django.template import loader
 
+    # The request id (also in the X-Request-Id header) is what the log line of the failure names.
     template = loader.get_template("console/500.html")
-    return HttpResponse(template.render({}), status=500)
+    context = {"request_id": getattr(request, "request_id", "")}
+    return HttpResponse(template.render(context), status=500)

@@ -168,19 +168,6 @@
   }
 })();
 
-// Copy buttons: <button data-copy="#selector"> copies that element's text.
-document.addEventListener("click", function (event) {
-  var button = event.target.closest && event.target.closest("[data-copy]");
-  if (!button) return;
-  var source = document.querySelector(button.dataset.copy);
-  if (!source || !navigator.clipboard) return;
-  navigator.clipboard.writeText(source.textContent).then(function () {
-    var label = button.textContent;
-    button.textContent = "Copied";
-    setTimeout(function () { button.textContent = label; }, 1500);
-  }, function () { /* clipboard refused (insecure origin): the text stays selectable */ });
-});
-
 // "line N" buttons beside a publish cause select that line in the manifest editor.
 document.addEventListener("click", function (event) {
   var button = event.target.closest && event.target.closest("[data-goto-line]");

@@ -181,6 +181,6 @@ def test_it_can_be_driven_by_keyboard_with_visible_focus(session_for: Any) -> No
     page = s.page
     page.keyboard.press("Tab")
     focused = page.evaluate("document.activeElement.textContent")
-    assert "Skip to content" in focused
+    assert "Skip to results" in focused
     outline = page.evaluate("getComputedStyle(document.activeElement).outlineStyle")
     assert outline != "none"

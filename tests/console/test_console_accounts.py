@@ -34,10 +34,33 @@ def test_it_revokes_a_token(actors: dict[str, Any]) -> None:
     assert user_for(token) is None
 
 
+def test_it_asks_before_revoking_and_says_it_did(actors: dict[str, Any]) -> None:
+    client = client_for(actors["alice"])
+    token = re.search(
+        r'id="new-token">([^<]+)<', client.post("/account/tokens", {"name": "ci"}).content.decode()
+    ).group(1)
+    row = ApiToken.objects.get(user=actors["alice"], name="ci")
+    listing = client.get("/account/tokens").content.decode()
+    # The list offers a link to the confirmation, not a form that revokes at once.
+    assert f'href="/account/tokens/{row.pk}/revoke"' in listing
+    assert f'action="/account/tokens/{row.pk}/revoke"' not in listing
+    confirm = client.get(f"/account/tokens/{row.pk}/revoke").content.decode()
+    assert "Revoke token" in confirm
+    assert f'action="/account/tokens/{row.pk}/revoke"' in confirm
+    assert user_for(token) == actors["alice"]  # asking changed nothing
+    done = client.post(f"/account/tokens/{row.pk}/revoke", follow=True).content.decode()
+    assert user_for(token) is None
+    assert re.search(r'class="toast success" data-message>Token ci revoked', done)
+    # Asking again about a revoked token says so instead of offering to revoke it.
+    again = client.get(f"/account/tokens/{row.pk}/revoke", follow=True).content.decode()
+    assert "Token ci was already revoked" in again
+
+
 def test_it_never_revokes_someone_elses_token(actors: dict[str, Any]) -> None:
     client_for(actors["alice"]).post("/account/tokens", {"name": "mine"})
     row = ApiToken.objects.get(user=actors["alice"], name="mine")
     assert client_for(actors["bob"]).post(f"/account/tokens/{row.pk}/revoke").status_code == 404
+    assert client_for(actors["bob"]).get(f"/account/tokens/{row.pk}/revoke").status_code == 404
     row.refresh_from_db()
     assert row.revoked_at is None
 
@@ -69,6 +92,35 @@ def test_it_adds_changes_and_removes_members(actors: dict[str, Any]) -> None:
     assert member.role == "viewer"
     client.post("/projects/demo/members", {"action": "remove", "member": member.pk})
     assert not Membership.objects.filter(project_id="demo", user=actors["charlie"]).exists()
+
+
+def test_it_asks_before_removing_a_member_and_says_what_changed(actors: dict[str, Any]) -> None:
+    client = client_for(actors["alice"])
+    added = client.post(
+        "/projects/demo/members",
+        {"action": "add", "username": "charlie", "role": "viewer"},
+        follow=True,
+    ).content.decode()
+    assert "charlie is now viewer in demo" in added
+    member = Membership.objects.get(project_id="demo", user=actors["charlie"])
+    assert f'href="/projects/demo/members/{member.pk}/remove"' in added
+    confirm = client.get(f"/projects/demo/members/{member.pk}/remove").content.decode()
+    assert 'Remove <span class="mono">charlie</span> from demo?' in confirm
+    assert f'name="member" value="{member.pk}"' in confirm
+    assert Membership.objects.filter(pk=member.pk).exists()  # asking changed nothing
+    form = dict(re.findall(r'name="(action|member)" value="([^"]*)"', confirm))
+    done = client.post("/projects/demo/members", form, follow=True).content.decode()
+    assert not Membership.objects.filter(pk=member.pk).exists()
+    assert "Removed charlie from demo." in done
+
+
+def test_it_hides_the_removal_page_from_non_admins(actors: dict[str, Any]) -> None:
+    member = Membership.objects.get(project_id="demo", user=actors["bob"])
+    assert (
+        client_for(actors["bob"]).get(f"/projects/demo/members/{member.pk}/remove").status_code
+        == 404
+    )
+    assert client_for(actors["alice"]).get("/projects/demo/members/0/remove").status_code == 404
 
 
 def test_it_keeps_the_last_admin(actors: dict[str, Any]) -> None:

@@ -75,6 +75,32 @@ def test_it_publishes_and_lands_on_the_status_tab(actors: dict[str, Any]) -> Non
     assert stored["status"]["phase"] == "Pending"
 
 
+def test_it_says_what_a_publish_changed(actors: dict[str, Any]) -> None:
+    client = client_for(actors["alice"])
+    created = client.post("/publish", {"project": "demo", "manifest": STARTER}, follow=True)
+    assert "Published my-runtime revision 1 in demo." in created.content.decode()
+    stored = store.get(TRAINING_RUNTIMES, "demo", "my-runtime")
+    rv = stored["metadata"]["resourceVersion"]
+    text = yaml.safe_dump({**stored, "spec": {**stored["spec"], "launcher": "Torchrun"}})
+    edit = {"manifest": text, "resourceVersion": rv}
+    edited = client.post("/p/demo/runtimes/my-runtime/edit", edit, follow=True).content.decode()
+    assert "Published my-runtime revision 2 in demo." in edited
+    # The message is shown once: the next page does not repeat it.
+    assert "Published my-runtime" not in client.get("/").content.decode()
+
+
+def test_it_says_when_an_edit_changed_nothing(actors: dict[str, Any]) -> None:
+    put_runtime("demo", runtime_manifest("same"))
+    client = client_for(actors["alice"])
+    stored = store.get(TRAINING_RUNTIMES, "demo", "same")
+    edit = {
+        "manifest": yaml.safe_dump(stored),
+        "resourceVersion": stored["metadata"]["resourceVersion"],
+    }
+    body = client.post("/p/demo/runtimes/same/edit", edit, follow=True).content.decode()
+    assert "Nothing to publish: same is unchanged." in body
+
+
 def test_it_records_the_publishing_user_as_the_field_manager(actors: dict[str, Any]) -> None:
     client = client_for(actors["alice"])
     client.post("/publish", {"project": "demo", "manifest": STARTER})
@@ -105,6 +131,7 @@ def test_it_deletes_after_confirmation(actors: dict[str, Any]) -> None:
     response = client.post("/p/demo/runtimes/doomed/delete", {"resourceVersion": rv})
     assert response["Location"] == "/"
     assert not store.list_objects(TRAINING_RUNTIMES, "demo")[0]
+    assert "Deleted runtime doomed from project demo." in client.get("/").content.decode()
 
 
 def test_it_keeps_viewers_out_of_edit_and_delete(actors: dict[str, Any]) -> None:

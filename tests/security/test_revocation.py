@@ -143,7 +143,7 @@ def test_revoking_a_token_ends_its_http_and_websocket_watches(
         console = signed_in(server, "alice")
         tokens_page = console.get("/account/tokens").text
         revoke = re.search(
-            rf'<th scope="row">{name}</th>.*?action="(/account/tokens/\d+/revoke)"',
+            rf'<th scope="row">{name}</th>.*?href="(/account/tokens/\d+/revoke)"',
             tokens_page,
             re.S,
         )
@@ -300,7 +300,7 @@ def test_a_revocation_on_one_worker_ends_the_watches_on_another(
         assert http.next()["type"] == "ADDED"  # type: ignore[index]
         console = stack.enter_context(closing(signed_in(a, "alice")))
         revoke = re.search(
-            rf'<th scope="row">{name}</th>.*?action="(/account/tokens/\d+/revoke)"',
+            rf'<th scope="row">{name}</th>.*?href="(/account/tokens/\d+/revoke)"',
             console.get("/account/tokens").text,
             re.S,
         )
