@@ -109,6 +109,8 @@ INSTALLED_APPS = [
 # read and write headers and cookies), so an API request never waits for a thread it doesn't
 # need. Console pages get them exactly as Django runs them.
 MIDDLEWARE = [
+    # First: every later step sees an API path without trailing slashes, as kube's handlers.
+    "runtimes.api.requestinfo.TrimmedPath",
     "runtimes.api.requestid.RequestIdMiddleware",
     "nodus_console.middleware.Security",
     "nodus_console.middleware.ContentSecurityPolicy",

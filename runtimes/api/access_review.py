@@ -50,7 +50,20 @@ SELF_REVIEWS = [
         "resources": ["selfsubjectreviews"],
     },
 ]
-DISCOVERY_URLS = ["/api", "/api/*", "/apis", "/apis/*", "/openapi/*", "/version", "/version/"]
+# kube's system:discovery ClusterRole, bound to every signed-in user (health answers anyone).
+DISCOVERY_URLS = [
+    "/api",
+    "/api/*",
+    "/apis",
+    "/apis/*",
+    "/healthz",
+    "/livez",
+    "/openapi",
+    "/openapi/*",
+    "/readyz",
+    "/version",
+    "/version/",
+]
 
 # (subresource, verb) -> the endpoint's declaration and the method the verb is sent as.
 ENDPOINTS: dict[tuple[str, str], tuple[Access, str]] = {

@@ -97,14 +97,35 @@ class KubeView(APIView):
             kwargs.get("name", ""),
             getattr(self, "rt", None),
         )
+        if plural is not None and self.rt.namespaced and "namespace" not in kwargs:
+            self.check_cluster_scope(request)
+
+    def across_namespaces(self, request: Request) -> bool:
+        """Whether this request is served at the cluster scope of a namespaced kind."""
+        return False
+
+    def check_cluster_scope(self, request: Request) -> None:
+        """Past the role check, as kube's custom resource handler passes a namespaced kind's
+        cluster-scoped path on (to a 404) for every verb but list and watch: a create, an
+        object's read or write, a deletecollection all need the project in the path."""
+        if self.across_namespaces(request):
+            return
+        rt = self.rt
+        base = f"/apis/{rt.api_version}" if rt.group else f"/api/{rt.version}"
+        raise errors.ApiError(
+            "NotFound",
+            "the server could not find the requested resource",
+            fix=f"{rt.kind} objects live in projects: send this to {base}/namespaces/PROJECT/"
+            f"{rt.plural}/... (`kubectl -n PROJECT`).",
+        )
 
     def needs_namespace(self, request: Request) -> bool:
         """Whether this request is refused in a namespace that doesn't exist."""
         return True
 
     def refuse_unservable(self, request: Request) -> None:
-        """Raises for a request this view cannot serve whoever sends it (a method at the wrong
-        scope, a body of the wrong media type): answered before the role check, as always."""
+        """Raises for a request this view cannot serve whoever sends it (a body of the wrong
+        media type, a subresource the kind lacks): answered before the role check, as always."""
 
     def write_context(
         self, request: Request, kind: str, apply: bool = False

@@ -25,7 +25,19 @@ from runtimes.registry import authorization
 from runtimes.registry.kinds import all_kinds
 from runtimes.registry.resources import ResourceType
 
-SERVER_VERSION = {"major": "1", "minor": "35", "gitVersion": "v1.35.0-nodus"}
+# The kube-apiserver release whose API this server speaks. As kube's version.Info since 1.33:
+# the binary's version, then the version it emulates (its own, by default) and the oldest it
+# stays compatible with (one minor before the emulated one).
+MAJOR, MINOR = 1, 35
+SERVER_VERSION = {
+    "major": str(MAJOR),
+    "minor": str(MINOR),
+    "emulationMajor": str(MAJOR),
+    "emulationMinor": str(MINOR),
+    "minCompatibilityMajor": str(MAJOR),
+    "minCompatibilityMinor": str(MINOR - 1),
+    "gitVersion": f"v{MAJOR}.{MINOR}.0-nodus",
+}
 
 
 def storage_version_hash(rt: ResourceType) -> str:

@@ -43,8 +43,9 @@ while fewer than ``NODUS_FLOW_QUEUE_LENGTH`` (1,000) wait, as APF queues before 
 herd of informers starting at once is served in turn rather than sent away to come back all
 together a second later. Past either bound: 429.
 
-Health endpoints (/livez, /readyz and their checks) are exempt, as kube's ``exempt`` priority
-level: a load balancer must see a busy server as alive. Static files too (served from memory).
+Health endpoints (/healthz, /livez, /readyz and their checks) are exempt, as kube's ``exempt``
+priority level: a load balancer must see a busy server as alive. Static files too (served from
+memory).
 
 Settings (env): ``NODUS_MAX_{LISTS,WATCHES,OTHERS}_PER_CLIENT`` and
 ``NODUS_MAX_{LISTS,WATCHES,OTHERS}_INFLIGHT``; 0 means no limit.
@@ -80,7 +81,7 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 LIST, WATCH, OTHER = "list", "watch", "other"
 POOLS = (LIST, WATCH, OTHER)
 RETRY_AFTER_SECONDS = 1  # kube-apiserver's answer to a rejected request
-EXEMPT_PATHS = ("/livez", "/readyz")
+EXEMPT_PATHS = ("/healthz", "/livez", "/readyz")
 EXEMPT_PREFIXES = ("/static/",)
 TOKEN_PROTOCOL = "base64url.bearer.authorization.k8s.io."
 TRUE = {"1", "true"}

@@ -1,8 +1,10 @@
-"""/livez, /readyz and /metrics: the endpoints a load balancer and Prometheus ask.
+"""/healthz, /livez, /readyz and /metrics: the endpoints a load balancer and Prometheus ask.
 
-Health answers anonymous callers, as kube-apiserver's do. /metrics answers callers on loopback
-(a Prometheus or agent beside the worker), staff users (session or bearer token), or everyone
-when NODUS_METRICS_ANONYMOUS=1 (for a scraper on a private network).
+Health answers anonymous callers, as kube-apiserver's do. /healthz, deprecated in kube since
+1.16 but still what many probes ask, runs the checks kube's health endpoints all share, which
+here are /livez's. /metrics answers callers on loopback (a Prometheus or agent beside the
+worker), staff users (session or bearer token), or everyone when NODUS_METRICS_ANONYMOUS=1 (for
+a scraper on a private network).
 """
 
 from __future__ import annotations
@@ -54,6 +56,16 @@ async def _one(request: HttpRequest, checks: dict[str, health.CheckFn], name: st
     if result.ok:
         return HttpResponse("ok", content_type=_TEXT)
     return HttpResponse(f"[-]{name} failed: reason withheld\n", status=500, content_type=_TEXT)
+
+
+@authorization.declare(HEALTH)
+async def healthz(request: HttpRequest) -> HttpResponse:
+    return await _all(request, "healthz", health.LIVEZ_CHECKS)
+
+
+@authorization.declare(HEALTH)
+async def healthz_check(request: HttpRequest, name: str) -> HttpResponse:
+    return await _one(request, health.LIVEZ_CHECKS, name)
 
 
 @authorization.declare(HEALTH)

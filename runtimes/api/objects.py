@@ -17,11 +17,6 @@ from runtimes.registry.authorization import WATCH
 from runtimes.storage import store
 
 
-def base_path(rt: Any) -> str:
-    """The group-version's path: /api/v1 for the core group, /apis/GROUP/VERSION otherwise."""
-    return f"/apis/{rt.api_version}" if rt.group else f"/api/{rt.version}"
-
-
 def deleted_status(rt: Any, obj: dict[str, Any]) -> dict[str, Any]:
     return {
         "kind": "Status",
@@ -37,54 +32,101 @@ def deleted_status(rt: Any, obj: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def name_required() -> errors.ApiError:
+    """kube's answer to an update or patch of a collection (handlers/namer.go errEmptyName)."""
+    return errors.bad_request(
+        "name must be provided",
+        fix="Send the update or patch to the object's own path, .../NAME (`kubectl replace`, "
+        "`kubectl patch tr NAME`).",
+    )
+
+
+def patch_or_body_types(request: Request | None) -> list[str]:
+    """The media types a request's body may be in: a patch's three, or JSON and YAML."""
+    if request is not None and request.method == "PATCH":
+        return list(media.PATCH_TYPES)
+    return [media.JSON, media.YAML]
+
+
+def check_content_type(request: Request, allowed: tuple[str, ...], view: KubeView) -> str:
+    content_type = (request.content_type or "").split(";", 1)[0].strip().lower()
+    if content_type not in allowed:
+        from runtimes.api.exceptions import unsupported_media_type
+
+        raise unsupported_media_type(content_type or "(none)", view)
+    return content_type
+
+
+def create(view: KubeView, request: Request, namespace: str | None) -> Response:
+    """A create from the body, as kube's create handler makes it: the object is named by its
+    body (or generateName) wherever it is posted, a collection or an object's own path."""
+    body = view.body_object(request)
+    options, decoding, manager = view.write_context(request, "CreateOptions")
+    view.require_type_meta(body)
+    view.check_identity(body, namespace)
+    if (body.get("metadata") or {}).get("resourceVersion"):
+        raise errors.bad_request(
+            "resourceVersion should not be set on objects to be created",
+            fix="Drop metadata.resourceVersion (and uid) from the manifest, or update the "
+            "existing object with `kubectl apply` / `kubectl replace`.",
+        )
+    result = store.create(
+        view.rt,
+        namespace,
+        body,
+        dry_run=options.dry_run,
+        field_validation=options.field_validation,
+        on_prepared=owner_admission.admission(
+            request.user, view.rt, namespace, patching.recorder(view.rt, manager, "")
+        ),
+    )
+    return respond(result.object, 201, decoding + result.warnings)
+
+
 class CollectionView(KubeView):
     # A list across projects (no namespace in the URL) is allowed to everyone signed in and
-    # holds only the projects each may read (listing.readable_namespaces).
+    # holds only the projects each may read (listing.readable_namespaces). PUT and PATCH name
+    # no object: kube's handlers answer them 400 once the caller may update (or patch).
     access = authorization.role(
-        {"GET": "list", WATCH: "watch", "POST": "create", "DELETE": "deletecollection"}
+        {
+            "GET": "list",
+            WATCH: "watch",
+            "POST": "create",
+            "PUT": "update",
+            "PATCH": "patch",
+            "DELETE": "deletecollection",
+        }
     )
     renderings = ("Table", *media.METADATA_RENDERINGS)
 
+    @property
+    def accepted_media_types(self) -> list[str]:  # type: ignore[override]
+        return patch_or_body_types(self.request)
+
     def refuse_unservable(self, request: Request) -> None:
-        if request.method == "POST" and self.rt.namespaced and "namespace" not in self.kwargs:
-            raise errors.ApiError(
-                "MethodNotAllowed",
-                "create is not supported on resources of kind "
-                f'"{errors.gr(self.rt.plural, self.rt.group)}" at the cluster scope',
-                {"group": self.rt.group, "kind": self.rt.plural},
-                fix=f"Create in a project: POST to {base_path(self.rt)}/namespaces/PROJECT/"
-                f"{self.rt.plural} (`kubectl create -n PROJECT -f ...`).",
-            )
+        if request.method == "PATCH":
+            check_content_type(request, media.PATCH_TYPES, self)
 
     def needs_namespace(self, request: Request) -> bool:
-        # A list (or watch) in a namespace that doesn't exist is empty, as in kube.
-        return request.method != "GET"
+        # A list (or watch) in a namespace that doesn't exist is empty, as in kube; a PUT or
+        # PATCH here is refused for the missing name wherever it is sent.
+        return request.method not in ("GET", "PUT", "PATCH")
+
+    def across_namespaces(self, request: Request) -> bool:
+        # list and watch: kube's possiblyAcrossAllNamespacesVerbs
+        return request.method in ("GET", "HEAD")
 
     def get(self, request: Request, plural: str, namespace: str | None = None) -> Response:
         return listing.list_response(self, request, namespace)
 
     def post(self, request: Request, plural: str, namespace: str | None = None) -> Response:
-        body = self.body_object(request)
-        options, decoding, manager = self.write_context(request, "CreateOptions")
-        self.require_type_meta(body)
-        self.check_identity(body, namespace)
-        if (body.get("metadata") or {}).get("resourceVersion"):
-            raise errors.bad_request(
-                "resourceVersion should not be set on objects to be created",
-                fix="Drop metadata.resourceVersion (and uid) from the manifest, or update the "
-                "existing object with `kubectl apply` / `kubectl replace`.",
-            )
-        result = store.create(
-            self.rt,
-            namespace,
-            body,
-            dry_run=options.dry_run,
-            field_validation=options.field_validation,
-            on_prepared=owner_admission.admission(
-                request.user, self.rt, namespace, patching.recorder(self.rt, manager, "")
-            ),
-        )
-        return respond(result.object, 201, decoding + result.warnings)
+        return create(self, request, namespace)
+
+    def put(self, request: Request, plural: str, namespace: str | None = None) -> Response:
+        raise name_required()
+
+    def patch(self, request: Request, plural: str, namespace: str | None = None) -> Response:
+        raise name_required()
 
     def delete(self, request: Request, plural: str, namespace: str | None = None) -> Response:
         options = delete_options(request.query_params, request.data)
@@ -112,8 +154,9 @@ class CollectionView(KubeView):
 
 
 class ItemView(KubeView):
+    # A POST to an object's path creates from the body, as a custom resource's handler does.
     access = authorization.role(
-        {"GET": "get", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
+        {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
     )
     # An apply that finds nothing creates the object (kube's forceAllowCreate), so it needs
     # create as well; checked when the store says the object is missing.
@@ -133,18 +176,16 @@ class ItemView(KubeView):
 
     @property
     def accepted_media_types(self) -> list[str]:  # type: ignore[override]
-        if self.request is not None and self.request.method == "PATCH":
-            return list(media.PATCH_TYPES)
-        return [media.JSON, media.YAML]
+        return patch_or_body_types(self.request)
 
     def _namespace(self, namespace: str | None) -> str:
         return namespace or ""
 
     def refuse_unservable(self, request: Request) -> None:
         if request.method == "PUT":
-            self._check_content_type(request, (media.JSON, media.YAML))
+            check_content_type(request, (media.JSON, media.YAML), self)
         elif request.method == "PATCH":
-            self._check_content_type(request, media.PATCH_TYPES)
+            check_content_type(request, media.PATCH_TYPES, self)
 
     def get(
         self, request: Request, plural: str, name: str, namespace: str | None = None
@@ -164,6 +205,15 @@ class ItemView(KubeView):
             if namespace is not None:
                 store.ensure_namespace(self.rt, namespace)
             raise
+
+    def post(
+        self, request: Request, plural: str, name: str, namespace: str | None = None
+    ) -> Response:
+        # kube's create handler reads the name off the URL only for admission; the object is
+        # the body's, so a body naming another object creates that one. Its body is a whole
+        # object, never one of the patches this view also parses.
+        check_content_type(request, (media.JSON, media.YAML), self)
+        return create(self, request, namespace)
 
     def put(
         self, request: Request, plural: str, name: str, namespace: str | None = None
@@ -193,7 +243,7 @@ class ItemView(KubeView):
     def patch(
         self, request: Request, plural: str, name: str, namespace: str | None = None
     ) -> Response:
-        content_type = self._check_content_type(request, media.PATCH_TYPES)
+        content_type = check_content_type(request, media.PATCH_TYPES, self)
         apply = content_type == media.APPLY_PATCH
         body = request.data
         options, decoding, manager = self.write_context(request, "PatchOptions", apply=apply)
@@ -258,8 +308,7 @@ class ItemView(KubeView):
         self, request: Request, plural: str, name: str, namespace: str | None = None
     ) -> Response:
         if self.subresource:
-            # kube names the resource, not the subresource (apiextensions' serveStatus).
-            raise errors.method_not_supported(self.rt.plural, self.rt.group, "delete")
+            raise self.not_supported("delete")
         options = delete_options(request.query_params, request.data)
         self._get_or_explain(namespace, name)
         result = store.delete(
@@ -278,25 +327,32 @@ class ItemView(KubeView):
         # dependents are deleted in the background); 200 otherwise, for compatibility.
         return respond(result.object, 202 if options.orphan_dependents is False else 200)
 
+    def not_supported(self, verb: str) -> errors.ApiError:
+        """kube's 405 for a verb a subresource does not serve; it names the resource alone."""
+        return errors.method_not_supported(
+            self.rt.plural,
+            self.rt.group,
+            verb,
+            fix=f"Write {self.subresource} with PUT or PATCH; create and delete the object "
+            "itself at its own path.",
+        )
+
     def _write_response(self, result: store.WriteResult, decoding: list[str]) -> Response:
         # An update that removed the last finalizer of an object being deleted deleted it; kube
         # answers with the object as last written, not a Status (kubectl prints `patched`).
         return respond(result.object, 200, decoding + result.warnings)
 
-    def _check_content_type(self, request: Request, allowed: tuple[str, ...]) -> str:
-        content_type = (request.content_type or "").split(";", 1)[0].strip().lower()
-        if content_type not in allowed:
-            from runtimes.api.exceptions import unsupported_media_type
-
-            raise unsupported_media_type(content_type or "(none)", self)
-        return content_type
-
 
 class StatusView(ItemView):
-    # DELETE is not served: the item's handler answers 405 for a subresource.
+    # POST and DELETE are not served: 405, as a custom resource's status handler answers.
     access = authorization.role(
         {"GET": "get", "PUT": "update", "PATCH": "patch"}, subresource="status"
     )
+
+    def post(
+        self, request: Request, plural: str, name: str, namespace: str | None = None
+    ) -> Response:
+        raise self.not_supported("create")
 
     def refuse_unservable(self, request: Request) -> None:
         if self.rt.status_strategy is None:

@@ -9,7 +9,16 @@ from django.http import HttpRequest, HttpResponse
 
 from runtimes.apimachinery.errors import ApiError
 
-API_PREFIXES = ("/api", "/apis", "/openapi", "/version", "/livez", "/readyz", "/metrics")
+API_PREFIXES = (
+    "/api",
+    "/apis",
+    "/openapi",
+    "/version",
+    "/healthz",
+    "/livez",
+    "/readyz",
+    "/metrics",
+)
 
 
 def is_api_path(path: str) -> bool:

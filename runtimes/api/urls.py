@@ -94,9 +94,8 @@ async def item(request: HttpRequest, **kwargs: Any) -> HttpResponseBase:
 urlpatterns = [
     path("version", discovery.VersionView.as_view()),
     path("version/", discovery.VersionView.as_view()),
-    # kube answers the discovery roots with a trailing slash too (kr8s asks for /api/).
+    # `/api/` and `/apis/` (kr8s asks for /api/) reach these trimmed (requestinfo.TrimmedPath).
     path("api", discovery.CoreDiscoveryView.as_view()),
-    path("api/", discovery.CoreDiscoveryView.as_view()),
     path(CORE, discovery.CoreVersionView.as_view()),
     path(f"{CORE}/namespaces", namespaces.NamespaceListView.as_view()),
     path(f"{CORE}/namespaces/<str:name>", namespaces.NamespaceView.as_view()),
@@ -106,7 +105,6 @@ urlpatterns = [
     path(f"{CORE}/namespaces/<str:namespace>/<str:plural>/<str:name>", item),
     path(f"{CORE}/<str:plural>", collection),
     path("apis", discovery.GroupsDiscoveryView.as_view()),
-    path("apis/", discovery.GroupsDiscoveryView.as_view()),
     path(f"apis/{GROUP}", discovery.GroupView.as_view()),
     path(GV, discovery.GroupVersionView.as_view()),
     path(f"apis/{EVENTS_GROUP}", discovery.GroupView.as_view(group=EVENTS_GROUP, version="v1")),
@@ -160,6 +158,8 @@ urlpatterns = [
     ),
     path("openapi/v3", openapi_views.OpenAPIIndexView.as_view()),
     path(f"openapi/v3/{GV}", openapi_views.OpenAPIGroupVersionView.as_view()),
+    path("healthz", health_views.healthz),
+    path("healthz/<str:name>", health_views.healthz_check),
     path("livez", health_views.livez),
     path("livez/<str:name>", health_views.livez_check),
     path("readyz", health_views.readyz),

@@ -33,6 +33,7 @@ REASONS: dict[str, Reason] = {
             "apiVersion, kind or metadata.namespace in the body do not match the URL.",
             "A label or field selector does not parse, or names a field that cannot be selected.",
             "fieldValidation=Strict and the object carries fields the schema does not know.",
+            "An update or patch sent to a collection, which names no object.",
         ),
         "Correct the part of the request the message names and send it again.",
     ),
@@ -68,7 +69,12 @@ REASONS: dict[str, Reason] = {
         404,
         "Not found",
         "The object, project or path does not exist.",
-        ("A typo in the name or the project.", "The object was deleted.", "An unknown API path."),
+        (
+            "A typo in the name or the project.",
+            "The object was deleted.",
+            "An unknown API path.",
+            "A namespaced kind's path without a project, for anything but a list or watch.",
+        ),
         "Check the name and project: `kubectl get tr -n PROJECT` lists what exists.",
     ),
     "AlreadyExists": Reason(
@@ -120,7 +126,10 @@ REASONS: dict[str, Reason] = {
         405,
         "Method not allowed",
         "This path does not support the HTTP method used.",
-        ("Creating on an object's path instead of its collection.",),
+        (
+            "Writing a read-only kind (the accelerator catalog, namespaces, events).",
+            "Creating or deleting a subresource such as `status`.",
+        ),
         "Use the verbs the resource lists in discovery (`kubectl api-resources -o wide`).",
     ),
     "NotAcceptable": Reason(

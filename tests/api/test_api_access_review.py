@@ -91,6 +91,7 @@ def test_it_answers_non_resource_paths_from_their_views_declarations(
 
     bob = api("bob")
     assert path_allowed(bob, "/livez")
+    assert path_allowed(bob, "/healthz")
     assert path_allowed(bob, "/apis")
     assert path_allowed(bob, "/apis/nodus.dev/v1beta1/namespaces/demo/trainingruntimes")
     assert not path_allowed(bob, "/apis/nodus.dev/v1beta1/namespaces/demo/trainingruntimes", "post")

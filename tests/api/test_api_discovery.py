@@ -44,6 +44,16 @@ def test_it_reports_a_semver_version_within_kubectls_skew(
         assert body[key]
 
 
+def test_it_reports_the_emulated_version_and_the_oldest_compatible_one_as_kube_1_35(
+    api: Callable[[str | None], ApiClient],
+) -> None:
+    body = api(None).get("/version").json_body
+    # Emulating its own release, and compatible back to the one before it (kube's defaults).
+    assert (body["emulationMajor"], body["emulationMinor"]) == (body["major"], body["minor"])
+    assert body["minCompatibilityMajor"] == body["major"]
+    assert int(body["minCompatibilityMinor"]) == int(body["minor"]) - 1
+
+
 def test_it_answers_aggregated_discovery_with_the_content_type_client_go_checks(
     alice: ApiClient,
 ) -> None:

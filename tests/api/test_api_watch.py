@@ -74,6 +74,18 @@ def test_it_streams_newline_terminated_json_events(alice: httpx.Client, tag: str
     assert events[0]["object"] == created
 
 
+def test_a_collection_path_with_a_trailing_slash_watches_alike(
+    alice: httpx.Client, tag: str
+) -> None:
+    # kube trims the path's slashes before it reads the request (RequestInfoFactory).
+    created = create(alice, f"slash-{tag}", tag)
+    query = f"?watch=1&labelSelector=t%3D{tag}&timeoutSeconds=1"
+    events = [orjson.loads(line) for line in alice.get(f"{DEMO}/{query}").text.splitlines()]
+    assert [(e["type"], e["object"]["metadata"]["uid"]) for e in events] == [
+        ("ADDED", created["metadata"]["uid"])
+    ]
+
+
 def test_it_flushes_headers_before_any_event(alice: httpx.Client, tag: str) -> None:
     watcher = Watcher(
         alice, f"{DEMO}?watch=1&labelSelector=t%3D{tag}&resourceVersion={current(alice)}"

@@ -60,6 +60,8 @@ def http(path: str, query: str = "", method: str = "GET", **headers: str) -> Sco
         (http("/apis/nodus.dev/v1beta1"), Demand(OTHER)),
         (http("/runtimes/demo/x"), Demand(OTHER)),
         (http("/livez"), None),
+        (http("/healthz"), None),
+        (http(COLLECTION + "/"), Demand(LIST)),
         (http("/readyz/database"), None),
         (http("/static/console/console.css"), None),
     ],

@@ -1,4 +1,4 @@
-"""/livez and /readyz: kube-apiserver's answers, checks that really fail, exclusions."""
+"""/healthz, /livez and /readyz: kube-apiserver's answers, checks that really fail, exclusions."""
 
 from __future__ import annotations
 
@@ -23,6 +23,17 @@ def test_it_answers_livez_with_ok() -> None:
     assert response.status_code == 200
     assert response.content == b"ok"
     assert response["Content-Type"].startswith("text/plain")
+
+
+def test_it_answers_healthz_with_ok_to_anyone_as_kube_still_does() -> None:
+    response = Client().get("/healthz")
+    assert response.status_code == 200
+    assert response.content == b"ok"
+    assert response["Content-Type"] == "text/plain; charset=utf-8"
+    assert Client().get("/healthz/ping").content == b"ok"
+    missing = Client().get("/healthz/database")  # a readiness check, not one of its own
+    assert missing.status_code == 404
+    assert missing.json()["reason"] == "NotFound"
 
 
 def test_it_lists_every_readiness_check_when_verbose() -> None:
@@ -50,8 +61,9 @@ def test_it_fails_readyz_when_the_channel_layer_is_unreachable(
     assert "[-]channel-layer failed: reason withheld" in body
     assert "[+]database ok" in body
     assert body.endswith("readyz check failed\n")
-    # /livez does not depend on other services: the process itself is fine.
+    # /livez (and /healthz) do not depend on other services: the process itself is fine.
     assert Client().get("/livez").status_code == 200
+    assert Client().get("/healthz").status_code == 200
 
 
 def test_it_fails_readyz_when_the_hub_lags_behind_the_log(

@@ -65,6 +65,15 @@ def test_it_reports_the_server_version_without_a_skew_warning(kc: Kc) -> None:
     result = ok(kc()("version"))
     assert "Server Version: v1.35.0-nodus" in result.stdout
     assert "WARNING" not in result.stderr
+    # kube 1.35 emulates its own release and stays compatible with the one before.
+    served = json.loads(ok(kc()("version", "-o", "json")).stdout)["serverVersion"]
+    assert (served["emulationMajor"], served["emulationMinor"]) == ("1", "35")
+    assert (served["minCompatibilityMajor"], served["minCompatibilityMinor"]) == ("1", "34")
+
+
+def test_it_answers_the_health_probes_kubectl_reads(kc: Kc) -> None:
+    for path in ("/healthz", "/livez", "/readyz"):
+        assert ok(kc()("get", "--raw", path)).stdout == "ok", path
 
 
 def test_it_lists_the_api_resources(kc: Kc) -> None:

@@ -466,13 +466,28 @@ SEQUENCES = [
                 },
             ),
         ),
-        divergence="/version lacks the emulation fields (issue 13, branch diverge)",
     ),
     Sequence(
         "healthz-answers-ok-as-text",
         "apiserver pkg/server/healthz/healthz.go (ok, text/plain)",
-        (Step("GET", "/healthz", 200, who="anonymous", text=Exactly("ok")),),
-        divergence="/healthz (issue 13, branch diverge)",
+        (
+            Step(
+                "GET",
+                "/healthz",
+                200,
+                who="anonymous",
+                text=Exactly("ok"),
+                expect_headers={"content-type": "text/plain; charset=utf-8"},
+            ),
+            Step("GET", "/healthz/ping", 200, who="anonymous", text=Exactly("ok")),
+            Step(
+                "GET",
+                "/healthz?verbose",
+                200,
+                who="anonymous",
+                text=Exactly("[+]ping ok\nhealthz check passed\n"),
+            ),
+        ),
     ),
     Sequence(
         "openapi-v3-indexes-the-group-version",

@@ -38,6 +38,9 @@ FIELD_VALIDATION_INT = "kubernetes test/integration/apiserver/field_validation_t
 NEGOTIATE = "apiserver pkg/endpoints/handlers/negotiation/negotiate_test.go"
 CRD_HANDLER = "apiextensions-apiserver pkg/apiserver/customresource_handler.go serveResource"
 VALIDATOR = "apiextensions-apiserver pkg/registry/customresource/validator.go"
+NAMER = "apiserver pkg/endpoints/handlers/namer.go"
+CREATE = "apiserver pkg/endpoints/handlers/create.go"
+REQUEST_INFO = "apiserver pkg/endpoints/request/requestinfo.go"
 
 YAML_BODY = f"""apiVersion: nodus.dev/v1beta1
 kind: TrainingRuntime
@@ -197,7 +200,7 @@ SEQUENCES = [
     ),
     Sequence(
         "put-on-the-collection-is-400-name-must-be-provided",
-        "apiserver pkg/endpoints/handlers/namer.go errEmptyName; handlers/update.go",
+        f"{NAMER} errEmptyName; handlers/update.go (the name before the body)",
         (
             Step(
                 "PUT",
@@ -206,13 +209,21 @@ SEQUENCES = [
                 with_meta(runtime("a"), resourceVersion="1"),
                 expect=failure(400, "BadRequest", "name must be provided"),
             ),
+            # Before the body is read: one of a type no update takes is refused the same way.
+            Step(
+                "PUT",
+                TRS,
+                400,
+                "<runtime/>",
+                "application/xml",
+                expect=failure(400, "BadRequest", "name must be provided"),
+            ),
+            gone("a"),
         ),
-        divergence="PUT on a collection: nodus 405, kube 400 'name must be provided' "
-        "(issue 13, branch diverge)",
     ),
     Sequence(
         "patch-on-the-collection-is-400-name-must-be-provided",
-        "apiserver pkg/endpoints/handlers/namer.go errEmptyName; handlers/patch.go",
+        f"{NAMER} errEmptyName; handlers/patch.go (the patch type first, then the name)",
         (
             Step(
                 "PATCH",
@@ -222,13 +233,44 @@ SEQUENCES = [
                 MERGE,
                 expect=failure(400, "BadRequest", "name must be provided"),
             ),
+            Step(
+                "PATCH",
+                TRS,
+                415,
+                {"spec": {"task": "DPO"}},
+                "application/json",
+                expect=failure(
+                    415,
+                    "UnsupportedMediaType",
+                    "the body of the request was in an unknown format - accepted media types "
+                    "include: application/json-patch+json, application/merge-patch+json, "
+                    "application/apply-patch+yaml",
+                ),
+            ),
         ),
-        divergence="PATCH on a collection: nodus 405, kube 400 'name must be provided' "
-        "(issue 13, branch diverge)",
+    ),
+    Sequence(
+        "a-viewer-is-refused-a-put-on-the-collection-before-its-name-is-missed",
+        f"apiserver pkg/endpoints/filters/authorization.go (verb update, no name) before {NAMER}",
+        (
+            Step(
+                "PUT",
+                TRS,
+                403,
+                with_meta(runtime("a"), resourceVersion="1"),
+                who="bob",
+                expect=failure(
+                    403,
+                    "Forbidden",
+                    'trainingruntimes.nodus.dev is forbidden: User "bob" cannot update resource '
+                    '"trainingruntimes" in API group "nodus.dev" in the namespace "demo"',
+                ),
+            ),
+        ),
     ),
     Sequence(
         "post-to-an-item-path-creates-from-the-body-and-an-existing-name-is-409",
-        "apiserver pkg/endpoints/handlers/create.go (CreateResource ignores the URL's name)",
+        f"{CREATE} (createHandler: the URL's name only names the admission request)",
         (
             create("a"),
             Step(
@@ -241,14 +283,128 @@ SEQUENCES = [
                 ),
             ),
         ),
-        divergence="POST to an item path: nodus 405, kube creates from the body (409 when it "
-        "exists) (issue 13, branch diverge)",
+    ),
+    Sequence(
+        "post-to-an-item-path-creates-the-object-its-body-names",
+        f"{CREATE} (namedCreaterAdapter drops the URL's name); {CRD_HANDLER} (create)",
+        (
+            Step(
+                "POST",
+                f"{TRS}/a",
+                201,
+                runtime("b"),
+                expect={"metadata": {"name": "b", "namespace": "demo"}},
+            ),
+            get("b"),
+            gone("a"),
+            # A body without a name takes none from the URL.
+            Step(
+                "POST",
+                f"{TRS}/c",
+                422,
+                {"apiVersion": "nodus.dev/v1beta1", "kind": "TrainingRuntime", "spec": {}},
+                expect=failure(
+                    422,
+                    "Invalid",
+                    contains("metadata.name: Required value: name or generateName is required"),
+                ),
+            ),
+            gone("c"),
+            # The body is a whole object: a patch type is refused as by any create.
+            Step(
+                "POST",
+                f"{TRS}/d",
+                415,
+                runtime("d"),
+                MERGE,
+                expect=failure(
+                    415,
+                    "UnsupportedMediaType",
+                    contains(
+                        "the body of the request was in an unknown format - accepted media types "
+                        "include: application/json, application/yaml"
+                    ),
+                ),
+            ),
+            gone("d"),
+        ),
+    ),
+    Sequence(
+        "post-to-a-status-path-is-405",
+        f"{CRD_HANDLER} serveStatus (get, update and patch only; NewMethodNotSupported)",
+        (
+            create("a"),
+            Step(
+                "POST",
+                f"{TRS}/a/status",
+                405,
+                runtime("a"),
+                who="root",
+                expect=failure(
+                    405,
+                    "MethodNotAllowed",
+                    'create is not supported on resources of kind "trainingruntimes.nodus.dev"',
+                    {"group": "nodus.dev", "kind": "trainingruntimes"},
+                ),
+            ),
+            Step(
+                "DELETE",
+                f"{TRS}/a/status",
+                405,
+                who="root",
+                expect=failure(
+                    405,
+                    "MethodNotAllowed",
+                    'delete is not supported on resources of kind "trainingruntimes.nodus.dev"',
+                ),
+            ),
+            get("a", expect={"metadata": {"uid": "{uid}"}}),
+        ),
     ),
     Sequence(
         "a-trailing-slash-on-a-collection-lists",
-        "apiserver pkg/endpoints/request/requestinfo.go (path trimmed of slashes)",
-        (create("a"), Step("GET", f"{TRS}/", 200, expect={"kind": "TrainingRuntimeList"})),
-        divergence="trailing slash: nodus 404, kube lists (issue 13, branch diverge)",
+        f"{REQUEST_INFO} (path trimmed of slashes)",
+        (
+            create("a"),
+            Step(
+                "GET",
+                f"{TRS}/",
+                200,
+                expect={
+                    "kind": "TrainingRuntimeList",
+                    "items": contains({"metadata": {"name": "a"}}),
+                },
+            ),
+            Step(
+                "GET",
+                f"{GV}/trainingruntimes/",
+                200,
+                expect={
+                    "kind": "TrainingRuntimeList",
+                    "items": contains({"metadata": {"name": "a"}}),
+                },
+            ),
+        ),
+    ),
+    Sequence(
+        "a-trailing-slash-on-an-object-path-reads-and-writes-it",
+        f"{REQUEST_INFO} (path trimmed of slashes)",
+        (
+            create("a"),
+            Step("GET", f"{TRS}/a/", 200, expect={"metadata": {"name": "a"}}),
+            Step(
+                "PATCH",
+                f"{TRS}/a/",
+                200,
+                {"metadata": {"labels": {"x": "y"}}},
+                MERGE,
+                expect={"metadata": {"labels": {"x": "y"}}},
+            ),
+            Step("GET", f"{TRS}/a/status/", 200, expect={"metadata": {"name": "a"}}),
+            Step("POST", f"{TRS}/", 201, runtime("b"), expect={"metadata": {"name": "b"}}),
+            Step("DELETE", f"{TRS}/b/", 200, expect={"kind": "Status", "status": "Success"}),
+            gone("b"),
+        ),
     ),
     Sequence(
         "a-body-of-another-kind-is-422-at-kind",

@@ -6,6 +6,8 @@ import pytest
 
 from tests.conformance.conftest import InProcess
 from tests.conformance.harness import (
+    GV,
+    MERGE,
     TRS,
     Sequence,
     Step,
@@ -36,6 +38,8 @@ BASIC = "apiextensions-apiserver test/integration/basic_test.go"
 OBJECTMETA = "apiextensions-apiserver test/integration/objectmeta_test.go"
 APISERVER = "apiserver pkg/endpoints/apiserver_test.go"
 STORE = "apiserver pkg/registry/generic/registry/store_test.go"
+CRD_HANDLER = "apiextensions-apiserver pkg/apiserver/customresource_handler.go ServeHTTP"
+CLUSTER_TRS = f"{GV}/trainingruntimes"
 CONVENTIONS = "community contributors/devel/sig-architecture/api-conventions.md"
 
 NAME_MESSAGE = (
@@ -457,17 +461,91 @@ SEQUENCES = [
         ),
     ),
     Sequence(
-        "create-at-the-cluster-scope-of-a-namespaced-kind-is-405",
-        f"{BASIC} TestNoNamespaceReject",
+        "create-at-the-cluster-scope-of-a-namespaced-kind-is-404",
+        f"{BASIC} TestNoNamespaceReject; {CRD_HANDLER} (a namespaced kind's cluster-scoped "
+        "path serves list and watch only; any other verb goes to the delegate, a 404). kube's "
+        "delegate writes `404 page not found`, which client-go reads as this Status",
         (
+            # RBAC first: a project admin holds no create at the cluster scope.
             Step(
                 "POST",
-                "/apis/nodus.dev/v1beta1/trainingruntimes",
-                405,
+                CLUSTER_TRS,
+                403,
                 runtime("a"),
-                expect=failure(405, "MethodNotAllowed"),
+                expect=failure(
+                    403,
+                    "Forbidden",
+                    'trainingruntimes.nodus.dev is forbidden: User "alice" cannot create resource '
+                    '"trainingruntimes" in API group "nodus.dev" at the cluster scope',
+                ),
+            ),
+            # One who may create everywhere gets past it to the handler, which serves no create
+            # there.
+            Step(
+                "POST",
+                CLUSTER_TRS,
+                404,
+                runtime("a"),
+                who="root",
+                expect=failure(404, "NotFound", "the server could not find the requested resource"),
+            ),
+            Step(
+                "POST",
+                CLUSTER_TRS,
+                404,
+                with_meta(runtime("a"), namespace="demo"),
+                who="root",
+                expect=failure(404, "NotFound"),
             ),
             gone("a"),
+        ),
+    ),
+    Sequence(
+        "an-object-path-at-the-cluster-scope-of-a-namespaced-kind-is-404",
+        f"{CRD_HANDLER} (namespaced kind, no namespace, neither list nor watch)",
+        (
+            create("a"),
+            Step("GET", f"{CLUSTER_TRS}/a", 404, who="root", expect=failure(404, "NotFound")),
+            Step(
+                "PUT",
+                f"{CLUSTER_TRS}/a",
+                404,
+                with_meta(runtime("a"), resourceVersion="{rv}", labels={"x": "y"}),
+                who="root",
+                expect=failure(404, "NotFound"),
+            ),
+            Step(
+                "PATCH",
+                f"{CLUSTER_TRS}/a",
+                404,
+                {"metadata": {"labels": {"x": "y"}}},
+                MERGE,
+                who="root",
+                expect=failure(404, "NotFound"),
+            ),
+            Step("DELETE", f"{CLUSTER_TRS}/a", 404, who="root", expect=failure(404, "NotFound")),
+            get("a", expect={"metadata": {"uid": "{uid}", "labels": ABSENT}}),
+        ),
+    ),
+    Sequence(
+        "deletecollection-at-the-cluster-scope-of-a-namespaced-kind-is-404",
+        f"{CRD_HANDLER} (deletecollection is not among possiblyAcrossAllNamespacesVerbs)",
+        (
+            create("a"),
+            Step("DELETE", CLUSTER_TRS, 404, who="root", expect=failure(404, "NotFound")),
+            Step(
+                "DELETE",
+                CLUSTER_TRS,
+                403,
+                expect=failure(
+                    403,
+                    "Forbidden",
+                    'trainingruntimes.nodus.dev is forbidden: User "alice" cannot '
+                    'deletecollection resource "trainingruntimes" in API group "nodus.dev" at '
+                    "the cluster scope",
+                ),
+            ),
+            get("a", expect={"metadata": {"uid": "{uid}"}}),
         ),
     ),
     Sequence(

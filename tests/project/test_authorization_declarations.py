@@ -36,6 +36,7 @@ UNDECLARED_NAMESPACES = {
 # Handlers that refuse every caller before any role applies, so they map no verb.
 REFUSING_HANDLERS = {
     (StatusView, "DELETE"): "a subresource is never deleted: 405 MethodNotAllowed",
+    (StatusView, "POST"): "a subresource is never created: 405 MethodNotAllowed",
 }
 HANDLERS = ("get", "post", "put", "patch", "delete")
 
