@@ -119,10 +119,7 @@ def edit(request: HttpRequest, project: str, name: str) -> HttpResponse:
     if result is None:
         return _editor(request, live, text, token, verdict)
     if save:
-        if result["metadata"]["resourceVersion"] == rv:
-            messages.info(request, f"Nothing to publish: {name} is unchanged.")
-        else:
-            messages.success(request, publish.published(result))
+        messages.success(request, publish.published(result))
         return redirect("runtime", project, name, "status")
     return _review(request, live, text, result, verdict.warnings or [])
 
