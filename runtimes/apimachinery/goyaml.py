@@ -105,7 +105,7 @@ def parse_int(text: str) -> int | None:
         if prefix not in "xob":
             digits = body[1:]
     allowed = "0123456789abcdefABCDEF"[: base if base <= 10 else base + 6]
-    if not digits or any(c not in allowed for c in digits):
+    if not digits or digits.lstrip(allowed):  # a character outside the base's digits
         return None
     if len(digits.lstrip("0")) > 64:  # past 64 bits in any base: out of Go's range anyway
         return None
@@ -114,33 +114,24 @@ def parse_int(text: str) -> int | None:
 
 
 def is_yaml_float(text: str) -> bool:
-    """go-yaml's ``^[-+]?(\\.[0-9]+|[0-9]+(\\.[0-9]*)?)([eE][-+]?[0-9]+)?$``, by hand."""
-    i, n = 0, len(text)
-    if i < n and text[i] in "+-":
-        i += 1
-    start = i
-    while i < n and text[i] in _DIGITS:
-        i += 1
-    whole = i - start
-    if i < n and text[i] == ".":
-        i += 1
-        fraction = i
-        while i < n and text[i] in _DIGITS:
-            i += 1
-        if whole == 0 and i == fraction:
+    """go-yaml's ``^[-+]?(\\.[0-9]+|[0-9]+(\\.[0-9]*)?)([eE][-+]?[0-9]+)?$``, with string
+    methods (linear, in C: a body may hold a scalar of megabytes)."""
+    body = text[1:] if text[:1] in ("+", "-") else text
+    marks = [i for i in (body.find("e"), body.find("E")) if i >= 0]
+    mantissa, exponent = (body[: min(marks)], body[min(marks) + 1 :]) if marks else (body, None)
+    if exponent is not None:
+        exponent = exponent[1:] if exponent[:1] in ("+", "-") else exponent
+        if not exponent or not _digits(exponent):
             return False
-    elif whole == 0:
+    whole, dot, fraction = mantissa.partition(".")
+    if not (_digits(whole) and _digits(fraction)):
         return False
-    if i < n and text[i] in "eE":
-        i += 1
-        if i < n and text[i] in "+-":
-            i += 1
-        exponent = i
-        while i < n and text[i] in _DIGITS:
-            i += 1
-        if i == exponent:
-            return False
-    return i == n
+    return bool(whole or (dot and fraction))
+
+
+def _digits(text: str) -> bool:
+    """Only ASCII digits (or nothing)."""
+    return not text or (text.isascii() and text.isdigit())
 
 
 def parse_float(text: str) -> float | None:
