@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Any
 
 import orjson
@@ -14,7 +15,7 @@ from runtimes.api import media
 from runtimes.api.options import WriteOptions, write_options
 from runtimes.api.patching import manager_name
 from runtimes.api.requestinfo import kind_for
-from runtimes.apimachinery import errors
+from runtimes.apimachinery import errors, fielderrors, metadecode
 from runtimes.registry import authorization
 from runtimes.registry.resources import ResourceType
 from runtimes.storage import store
@@ -25,6 +26,8 @@ def warning_header(warnings: list[str]) -> str:
     seen = list(dict.fromkeys(warnings))
     quoted = []
     for text in seen:
+        if any(unicodedata.category(c) == "Cc" for c in text):
+            continue  # kube's NewWarningHeader refuses control characters (go-yaml's newlines)
         escaped = text.replace("\\", "\\\\").replace('"', '\\"')
         quoted.append(f'299 - "{escaped}"')
     return ", ".join(quoted)[:4096]
@@ -60,8 +63,9 @@ class KubeView(APIView):
     accepted_media_types = [media.JSON, media.YAML]
     # Which `as=` renderings this view can answer besides plain JSON.
     renderings: tuple[str, ...] = ()
-    # Keys the JSON body repeated (set by the parser); fieldValidation decides what they mean.
-    duplicate_fields: list[str] = []
+    # What the body's decoding found that strict decoding refuses: repeated keys, in kube's
+    # words (set by the parser); fieldValidation decides what they mean.
+    repeated: list[str] = []
     rt: ResourceType
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
@@ -129,24 +133,11 @@ class KubeView(APIView):
 
     def write_context(
         self, request: Request, kind: str, apply: bool = False
-    ) -> tuple[WriteOptions, list[str], str]:
-        """A write's options, the warnings its body's decoding earned, and its field manager."""
+    ) -> tuple[WriteOptions, str]:
+        """A write's options and its field manager."""
         options = write_options(request.query_params, kind, apply=apply)
-        decoding = self.decoding_warnings(options.field_validation)
         manager = manager_name(options.field_manager, request.META.get("HTTP_USER_AGENT", ""))
-        return options, decoding, manager
-
-    def decoding_warnings(self, field_validation: str) -> list[str]:
-        """Duplicate JSON keys: a 400 under Strict, a warning under Warn, nothing under Ignore."""
-        if not self.duplicate_fields or field_validation == "Ignore":
-            return []
-        problems = [f'json: duplicate field "{key}"' for key in self.duplicate_fields]
-        if field_validation == "Strict":
-            raise errors.bad_request(
-                "strict decoding error: " + ", ".join(problems),
-                fix="Give each field once in the body.",
-            )
-        return [f'duplicate field "{key}"' for key in self.duplicate_fields]
+        return options, manager
 
     def body_object(self, request: Request) -> dict[str, Any]:
         body = request.data
@@ -171,6 +162,29 @@ class KubeView(APIView):
                     f"`kind: {self.rt.kind}`.",
                 )
 
+    def refuse_repeated(self, body: dict[str, Any], field_validation: str) -> None:
+        """Under Strict, keys the body repeats are refused at once (400), as kube's decoder
+        refuses them, naming the unknown fields beside them; the store judges unknown fields
+        alone, and warns of both under Warn."""
+        if self.repeated and field_validation == "Strict":
+            unknown = self.rt.strategy.unknown_fields(body)
+            raise store.StrictDecodingError.of(
+                self.rt, [*self.repeated, *(f'unknown field "{path}"' for path in unknown)]
+            )
+
+    def decode_metadata(self, body: dict[str, Any]) -> None:
+        """Metadata that does not decode into ObjectMeta (a label that is a number, labels as a
+        list): kube's decoder refuses the body, 400 (`metadecode`)."""
+        problem = metadecode.type_error(body.get("metadata"))
+        if problem:
+            version = str(body.get("apiVersion") or "").rpartition("/")[2]
+            raise errors.bad_request(
+                errors.cannot_be_handled(str(body.get("kind")), version, self.rt.kind, problem),
+                fix="Give each metadata field its type: labels and annotations map strings to "
+                "strings (quote numbers and booleans), finalizers are a list of strings "
+                f"(`kubectl explain {self.rt.plural}.metadata`).",
+            )
+
     def check_identity(
         self,
         body: dict[str, Any],
@@ -188,11 +202,25 @@ class KubeView(APIView):
                 f"version ({rt.api_version})"
             )
         kind = body.get("kind")
-        if kind not in (None, "", rt.kind):
-            raise errors.bad_request(
-                f"the kind in the data ({kind}) does not match the expected kind ({rt.kind})"
-            )
         meta = body.get("metadata")
+        if kind not in (None, "", rt.kind):
+            # kube decodes the body, then its validator refuses the kind (ValidateTypeMeta):
+            # a 422 naming the object by the kind it claims.
+            name_in_body = meta.get("name", "") if isinstance(meta, dict) else ""
+            raise errors.invalid(
+                str(kind),
+                str(api_version or rt.api_version).rpartition("/")[0],
+                str(name_in_body or name or ""),
+                [
+                    fielderrors.invalid(
+                        "kind",
+                        kind,
+                        f"must be {rt.kind}",
+                        fix=f"Send it to the {kind} endpoint, or make it a {rt.kind} "
+                        f"(`kind: {rt.kind}`).",
+                    )
+                ],
+            )
         if meta is None:
             meta = {}
         if not isinstance(meta, dict):

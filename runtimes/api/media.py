@@ -29,22 +29,56 @@ PATCH_TYPES = (JSON_PATCH, MERGE_PATCH, APPLY_PATCH)
 AGGREGATED_DISCOVERY = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 
 
-def duplicate_keys(raw: bytes) -> list[str]:
-    """Keys that an object in `raw` repeats: JSON allows them, kube's strict decoding does not."""
-    seen: list[str] = []
+def duplicate_fields(raw: bytes) -> list[str]:
+    """Paths of the keys that an object in `raw` repeats (``spec.task``, ``[0].op``), in the
+    order kube's strict JSON decoder meets them: JSON allows repeats, strict decoding does
+    not. Bodies without repeats (nearly all) are read once, cheaply; only a body with some is
+    read again to name their paths."""
+    repeats = False
 
     def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        nonlocal repeats
         decoded = dict(items)
-        if len(decoded) < len(items):  # linear: 20,000 labels once took seconds here
-            found: set[str] = set()
-            for key, _ in items:
-                if key in found:
-                    seen.append(key)
-                found.add(key)
+        repeats = repeats or len(decoded) < len(items)
         return decoded
 
     json.loads(raw, object_pairs_hook=pairs)
-    return list(dict.fromkeys(seen))
+    if not repeats:
+        return []
+    # Each object's repeats, relative to it, by the object's id; a parent takes its children's
+    # (linear: a list is walked only by the object nearest above it).
+    found: dict[int, list[str]] = {}
+
+    def below(value: Any) -> list[str]:
+        if isinstance(value, dict):
+            return found.pop(id(value), [])
+        if isinstance(value, list):
+            return [
+                _joined(f"[{index}]", sub)
+                for index, item in enumerate(value)
+                for sub in below(item)
+            ]
+        return []
+
+    def paths(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        decoded: dict[str, Any] = {}
+        relative: list[str] = []
+        for key, value in items:
+            if key in decoded:
+                relative.append(key)
+            decoded[key] = value
+            relative.extend(
+                key + ("" if sub.startswith("[") else ".") + sub for sub in below(value)
+            )
+        if relative:
+            found[id(decoded)] = relative
+        return decoded
+
+    return list(dict.fromkeys(below(json.loads(raw, object_pairs_hook=paths))))
+
+
+def _joined(head: str, path: str) -> str:
+    return head + path if path.startswith("[") else f"{head}.{path}"
 
 
 def _decode_json(stream: Any, parser_context: Any = None) -> Any:
@@ -57,7 +91,7 @@ def _decode_json(stream: Any, parser_context: Any = None) -> Any:
         raise exc.api_error() from None
     view = (parser_context or {}).get("view")
     if view is not None:
-        view.duplicate_fields = duplicate_keys(raw)
+        view.repeated = [f'duplicate field "{path}"' for path in duplicate_fields(raw)]
     return value
 
 
@@ -70,7 +104,8 @@ def _decode_yaml(stream: Any, parser_context: Any = None) -> Any:
         raise exc.api_error() from None
     view = (parser_context or {}).get("view")
     if view is not None:
-        view.duplicate_fields = repeated
+        # go-yaml's words for repeated keys: one error naming each by line.
+        view.repeated = ["yaml: unmarshal errors:\n  " + "\n  ".join(repeated)] if repeated else []
     return value
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from rest_framework.request import Request
@@ -61,8 +62,10 @@ def create(view: KubeView, request: Request, namespace: str | None) -> Response:
     """A create from the body, as kube's create handler makes it: the object is named by its
     body (or generateName) wherever it is posted, a collection or an object's own path."""
     body = view.body_object(request)
-    options, decoding, manager = view.write_context(request, "CreateOptions")
+    options, manager = view.write_context(request, "CreateOptions")
     view.require_type_meta(body)
+    view.decode_metadata(body)
+    view.refuse_repeated(body, options.field_validation)
     view.check_identity(body, namespace)
     if (body.get("metadata") or {}).get("resourceVersion"):
         raise errors.bad_request(
@@ -76,11 +79,12 @@ def create(view: KubeView, request: Request, namespace: str | None) -> Response:
         body,
         dry_run=options.dry_run,
         field_validation=options.field_validation,
+        decoded=view.repeated,
         on_prepared=owner_admission.admission(
             request.user, view.rt, namespace, patching.recorder(view.rt, manager, "")
         ),
     )
-    return respond(result.object, 201, decoding + result.warnings)
+    return respond(result.object, 201, result.warnings)
 
 
 class CollectionView(KubeView):
@@ -219,8 +223,10 @@ class ItemView(KubeView):
         self, request: Request, plural: str, name: str, namespace: str | None = None
     ) -> Response:
         body = self.body_object(request)
-        options, decoding, manager = self.write_context(request, "UpdateOptions")
+        options, manager = self.write_context(request, "UpdateOptions")
         self.require_type_meta(body)
+        self.decode_metadata(body)
+        self.refuse_repeated(body, options.field_validation)
         self.check_identity(body, namespace, name, whole=True)
         self._get_or_explain(namespace, name)
         result = store.update(
@@ -231,6 +237,7 @@ class ItemView(KubeView):
             subresource=self.subresource,
             dry_run=options.dry_run,
             field_validation=options.field_validation,
+            decoded=self.repeated,
             on_prepared=owner_admission.admission(
                 request.user,
                 self.rt,
@@ -238,7 +245,7 @@ class ItemView(KubeView):
                 patching.recorder(self.rt, manager, self.subresource),
             ),
         )
-        return self._write_response(result, decoding)
+        return self._write_response(result)
 
     def patch(
         self, request: Request, plural: str, name: str, namespace: str | None = None
@@ -246,8 +253,10 @@ class ItemView(KubeView):
         content_type = check_content_type(request, media.PATCH_TYPES, self)
         apply = content_type == media.APPLY_PATCH
         body = request.data
-        options, decoding, manager = self.write_context(request, "PatchOptions", apply=apply)
+        options, manager = self.write_context(request, "PatchOptions", apply=apply)
+        decoding: list[str] = []
         if apply:
+            decoding = patching.apply_decoding(self.repeated, options.field_validation)
             if not isinstance(body, dict):
                 raise errors.bad_request("an apply patch must be one object (YAML or JSON)")
             self.require_type_meta(body)
@@ -286,22 +295,38 @@ class ItemView(KubeView):
             change = patching.patch_change(self.rt, content_type, body, name)
             record = patching.recorder(self.rt, manager, self.subresource)
             self._get_or_explain(namespace, name)
+        repeated = [] if apply else patching.patch_repeated(content_type, self.repeated)
+        requested: dict[str, Any] = {}
 
         def checked(current: dict[str, Any]) -> dict[str, Any]:
-            requested = change(current)
-            self.check_identity(requested, namespace, name)
-            return requested
+            requested["object"] = change(current)
+            if not apply:
+                patching.decode_patched_metadata(requested["object"])
+                if repeated and options.field_validation == "Strict":
+                    unknown = self.rt.strategy.unknown_fields(requested["object"])
+                    raise patching.strict_patch_error(
+                        requested["object"],
+                        [*repeated, *(f'unknown field "{path}"' for path in unknown)],
+                    )
+            self.check_identity(requested["object"], namespace, name)
+            return requested["object"]
 
-        result = store.mutate(
-            self.rt,
-            namespace,
-            name,
-            checked,
-            subresource=self.subresource,
-            dry_run=options.dry_run,
-            field_validation=options.field_validation,
-            on_prepared=owner_admission.admission(request.user, self.rt, namespace, record),
-        )
+        try:
+            result = store.mutate(
+                self.rt,
+                namespace,
+                name,
+                checked,
+                subresource=self.subresource,
+                dry_run=options.dry_run,
+                field_validation=options.field_validation,
+                decoded=repeated,
+                on_prepared=owner_admission.admission(request.user, self.rt, namespace, record),
+            )
+        except store.StrictDecodingError as exc:
+            if apply:
+                raise
+            raise patching.strict_patch_error(requested["object"], exc.problems) from None
         return self._write_response(result, decoding)
 
     def delete(
@@ -337,10 +362,10 @@ class ItemView(KubeView):
             "itself at its own path.",
         )
 
-    def _write_response(self, result: store.WriteResult, decoding: list[str]) -> Response:
+    def _write_response(self, result: store.WriteResult, decoding: Sequence[str] = ()) -> Response:
         # An update that removed the last finalizer of an object being deleted deleted it; kube
         # answers with the object as last written, not a Status (kubectl prints `patched`).
-        return respond(result.object, 200, decoding + result.warnings)
+        return respond(result.object, 200, [*decoding, *result.warnings])
 
 
 class StatusView(ItemView):

@@ -11,8 +11,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import orjson
+
 from runtimes.api import media
-from runtimes.apimachinery import bounds, errors, managedfields, metadata_rules, patches
+from runtimes.apimachinery import (
+    bounds,
+    errors,
+    managedfields,
+    metadata_rules,
+    metadecode,
+    patches,
+)
 from runtimes.apimachinery.fielderrors import FieldError
 from runtimes.apimachinery.meta import Obj
 from runtimes.apimachinery.objectmeta import now_timestamp
@@ -50,18 +59,72 @@ def patch_change(rt: ResourceType, content_type: str, body: Any, name: str) -> C
         except patches.PatchError as exc:
             if exc.malformed:
                 raise errors.bad_request(str(exc)) from exc
-            # kube answers a failed JSON-patch operation with its generic 422
-            # (NewGenericServerResponse): empty details, no field, so kubectl prints the
-            # message itself; ours names the operation that failed.
+            # kube answers a failed JSON-patch operation with a generic 422: "the server
+            # rejected our request due to an error in our request" and `"details": {}`, which
+            # kubectl prints as a bare "The request is invalid". Ours keeps kube's code and
+            # reason, names the operation that failed and leaves details out, so kubectl
+            # prints the message (docs/kube-compatibility.md).
             raise errors.ApiError(
                 "Invalid",
                 str(exc),
-                {},
+                None,
                 fix="Re-read the object and build the patch against its current content.",
             ) from exc
         raise AssertionError(content_type)
 
     return change
+
+
+def patch_repeated(content_type: str, repeated: list[str]) -> list[str]:
+    """The patch body's repeated keys as kube's strict decoding of a patch names them."""
+    if content_type == media.JSON_PATCH:
+        return [f"json patch {problem}" for problem in repeated]
+    return list(repeated)
+
+
+def apply_decoding(repeated: list[str], field_validation: str) -> list[str]:
+    """An apply patch's repeated keys: kube refuses them under Strict before anything else
+    (400), and warns of them under Warn; the warnings are returned."""
+    if not repeated or field_validation == "Ignore":
+        return []
+    problems = [f"error converting YAML to JSON: {problem}" for problem in repeated]
+    if field_validation == "Strict":
+        raise errors.bad_request(
+            "error strict decoding patch: " + ", ".join(problems),
+            fix="Give each field once in the applied manifest.",
+        )
+    return problems
+
+
+def _patched_json(patched: Obj) -> str:
+    # As kube shows a patched object: compact JSON with its keys sorted (Go maps).
+    return orjson.dumps(patched, option=orjson.OPT_SORT_KEYS).decode()
+
+
+def decode_patched_metadata(patched: Obj) -> None:
+    """A patched object whose metadata does not decode into ObjectMeta: kube's 422 about the
+    patch, with Go's error (`metadecode`)."""
+    problem = metadecode.type_error(patched.get("metadata"))
+    if problem:
+        raise errors.patch_invalid(
+            _patched_json(patched),
+            problem,
+            fix="The patch leaves metadata with a value of the wrong type: labels and "
+            "annotations map strings to strings, finalizers are a list of strings (`kubectl "
+            "explain tr.metadata`).",
+        )
+
+
+def strict_patch_error(patched: Obj, problems: list[str]) -> errors.ApiError:
+    """fieldValidation=Strict refused a patch or its result: kube answers 422 about the
+    patch, every repeated key and unknown field named."""
+    return errors.patch_invalid(
+        _patched_json(patched),
+        "strict decoding error: " + ", ".join(problems),
+        fix="Give each field once and only fields the schema knows (`kubectl explain tr "
+        "--recursive`), or send fieldValidation=Warn to have unknown fields dropped with a "
+        "warning.",
+    )
 
 
 def _json_type(value: Any) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from runtimes.apimachinery.fielderrors import FieldError
+from runtimes.apimachinery.fielderrors import FieldError, render_value
 
 
 @dataclass(frozen=True)
@@ -369,6 +369,22 @@ def invalid(kind: str, group: str, name: str, causes: list[FieldError]) -> ApiEr
 
 def bad_request(message: str, fix: str | None = None) -> ApiError:
     return ApiError("BadRequest", message, fix=fix)
+
+
+def cannot_be_handled(kind: str, version: str, into: str, problem: str) -> str:
+    """kube's message for a body that names a kind but does not decode into it (the handlers'
+    transformDecodeError): a strict decoding error, or metadata of the wrong JSON type."""
+    return f'{kind} in version "{version}" cannot be handled as a {into}: {problem}'
+
+
+def patch_invalid(patched: str, problem: str, fix: str | None = None) -> ApiError:
+    """kube's answer when a patched object does not decode (patch.go applyPatchToCurrentObject):
+    a 422 with no kind or name and one cause at ``patch`` whose value is the patched object's
+    JSON (``patched``)."""
+    cause = FieldError(
+        "patch", "FieldValueInvalid", f"Invalid value: {render_value(patched)}: {problem}"
+    )
+    return ApiError("Invalid", f' "" is invalid: {cause}', causes=[cause], fix=fix)
 
 
 def forbidden(

@@ -49,9 +49,23 @@ def required(field: str, detail: str = "") -> FieldError:
     return FieldError(field, "FieldValueRequired", _with_detail("Required value", detail))
 
 
-def invalid(field: str, value: Any, detail: str = "") -> FieldError:
+def invalid(field: str, value: Any, detail: str = "", fix: str = "") -> FieldError:
     return FieldError(
-        field, "FieldValueInvalid", _with_detail(f"Invalid value: {render_value(value)}", detail)
+        field,
+        "FieldValueInvalid",
+        _with_detail(f"Invalid value: {render_value(value)}", detail),
+        fix,
+    )
+
+
+def type_invalid(field: str, value: Any, detail: str = "", fix: str = "") -> FieldError:
+    """kube's TypeInvalid: worded as Invalid, with its own reason (a value of the wrong JSON
+    type, e.g. from a custom resource's schema)."""
+    return FieldError(
+        field,
+        "FieldValueTypeInvalid",
+        _with_detail(f"Invalid value: {render_value(value)}", detail),
+        fix,
     )
 
 

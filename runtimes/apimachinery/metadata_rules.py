@@ -146,8 +146,9 @@ def validate_generate_name(prefix: Any, path: str = "metadata.generateName") -> 
     """A prefix is valid when it would be a valid name once random characters follow it."""
     if not isinstance(prefix, str):
         return [invalid(path, _shown(prefix), "must be a string")]
-    # apimachinery masks one trailing dash, which the random suffix will follow.
-    masked = prefix[:-1] + "a" if prefix.endswith("-") else prefix
+    # apimachinery's maskTrailingDash, quirk included: a trailing dash (which the random
+    # suffix will follow) and the character before it become one "a".
+    masked = prefix[:-2] + "a" if len(prefix) > 1 and prefix.endswith("-") else prefix
     return [invalid(path, prefix, message) for message in dns1123_subdomain_errors(masked)]
 
 

@@ -80,6 +80,9 @@ def metadata_errors(obj: Obj, namespaced: bool, old: Obj | None) -> list[FieldEr
     if not isinstance(meta, dict):
         return [invalid("metadata", meta, "must be an object")]
     problems: list[FieldError] = []
+    if old is None and meta.get("generateName"):
+        # On create, as kube checks it (ValidateObjectMetaAccessor), beside the generated name.
+        problems += metadata_rules.validate_generate_name(meta["generateName"])
     name = meta.get("name")
     if not name:
         problems.append(required("metadata.name", "name or generateName is required"))

@@ -62,8 +62,16 @@ def _has_type(node: Field, value: Any) -> bool:
 def structural_errors(value: Any, node: Field, path: str) -> list[FieldError]:
     """Every structural problem of `value` (which is set, i.e. not None) against `node`."""
     if not _has_type(node, value):
-        shown = _type_name(value) if node.type in ("object", "map", "array") else shown_value(value)
-        return [fe.invalid(path, shown, expected_type(node))]
+        # kube-openapi's words (FieldValueTypeInvalid, the value's JSON type), our advice in fix.
+        actual = _type_name(value)
+        return [
+            fe.type_invalid(
+                path,
+                actual,
+                f'{path} in body must be of type {_OPENAPI_TYPES[node.type]}: "{actual}"',
+                fix=f"{path} {expected_type(node)}.",
+            )
+        ]
     if node.type == "object":
         return _object_errors(value, node, path)
     if node.type == "map":
@@ -77,19 +85,26 @@ def structural_errors(value: Any, node: Field, path: str) -> list[FieldError]:
     return _scalar_errors(value, node, path)
 
 
+# The type a schema node publishes (`openapi_schemas`): a quantity is int-or-string.
+_OPENAPI_TYPES = {
+    "object": "object",
+    "map": "object",
+    "array": "array",
+    "string": "string",
+    "integer": "integer",
+    "number": "number",
+    "boolean": "boolean",
+    "quantity": "integer,string",
+}
+
+
 def _type_name(value: Any) -> str:
-    """Containers are named by type, as apiextensions does (``Invalid value: "string"``)."""
+    """A value's JSON type as kube-openapi names it (``integer`` for a whole number)."""
     names = {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}
     for python_type, name in names.items():
         if isinstance(value, python_type):
             return name
-    return "number"
-
-
-def shown_value(value: Any) -> Any:
-    """Scalars as they are; objects and arrays by their type name, since they may be large (or,
-    from YAML, have keys JSON cannot render)."""
-    return _type_name(value) if isinstance(value, dict | list) else value
+    return "integer" if isinstance(value, int) else "number"
 
 
 def _object_errors(value: dict[str, Any], node: Field, path: str) -> list[FieldError]:

@@ -18,11 +18,15 @@ needs them (kubectl and client libraries send JSON, or YAML without them) and an
 budget would still let one body build a budget's worth of copies. The files we ship use none;
 they are read with `load`/`load_all`, unbounded, as trusted input.
 
-`load_body` also builds only what JSON can hold, as Kubernetes' YAML-to-JSON conversion does:
-timestamps stay the text they were written as, mapping keys become strings (``1: x`` is key
-"1"), integers beyond 64 bits become floats (as orjson reads them in JSON), and NaN, infinities,
-``!!binary``, ``!!set``, ``!!omap`` and ``!!pairs`` are refused as YAML errors (400). It returns
-the keys that a mapping repeated, for ``fieldValidation`` to judge as it does JSON's.
+`load_body` reads scalars as kube-apiserver's decoder does (sigs.k8s.io/yaml over go-yaml v2,
+`goyaml`): ``y`` and ``n`` are booleans, ``1e3`` a number, ``12:30`` a string. It builds only
+what JSON can hold, as that YAML-to-JSON conversion does: timestamps stay the text they were
+written as, mapping keys become strings as Go writes them (``1: x`` is key "1", ``y: x`` key
+"true"; a null key is refused), a whole float is an integer (Go's JSON encoder writes 1e3 as
+1000), integers beyond 64 bits become floats (as orjson reads them in JSON), and NaN,
+infinities, ``!!binary``, ``!!set``, ``!!omap`` and ``!!pairs`` are refused as YAML errors (400).
+It returns go-yaml's words for each key a mapping repeats, for ``fieldValidation`` to judge as
+it does JSON's. The shipped files (`load`, `load_all`) keep PyYAML's YAML 1.1 reading.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ from typing import Any
 
 import yaml
 
-from runtimes.apimachinery import bounds
+from runtimes.apimachinery import bounds, goyaml
 
 YAMLError = yaml.YAMLError
 
@@ -128,12 +132,14 @@ def _bounded[T](
 
 def scan(events: Iterator[yaml.Event], what: str = "the body") -> list[str]:
     """Reads a parse's events, refusing anchors, aliases, depth and size past `bounds`; returns
-    the keys a mapping repeated. Iterative, so any nesting costs no stack."""
+    go-yaml's words for each key a mapping repeats (``line 3: key "a" already set in map``,
+    keys compared as go-yaml reads them, the line being the value's). Iterative, so any
+    nesting costs no stack."""
     repeated: list[str] = []
     nodes = 0
     # One entry per open collection: None for a sequence; for a mapping, its keys so far and
-    # whether the next node is a key.
-    open_: list[tuple[set[str], list[bool]] | None] = []
+    # [whether the next node is a key, the repeated key awaiting its value's line].
+    open_: list[tuple[set[Any], list[Any]] | None] = []
     for event in events:
         if isinstance(event, yaml.AliasEvent):
             raise _anchors(what, f"the alias *{event.anchor}")
@@ -144,24 +150,40 @@ def scan(events: Iterator[yaml.Event], what: str = "the body") -> list[str]:
             if nodes > bounds.MAX_NODES:
                 raise bounds.too_many_nodes(what)
             parent = open_[-1] if open_ else None
+            if parent is not None and not parent[1][0] and parent[1][1] is not None:
+                line = event.start_mark.line + 1 if event.start_mark else 0
+                repeated.append(f"line {line}: key {parent[1][1]} already set in map")
+                parent[1][1] = None
             if isinstance(event, yaml.ScalarEvent):
                 if parent is not None and parent[1][0]:
-                    if event.value in parent[0]:
-                        repeated.append(event.value)
-                    parent[0].add(event.value)
+                    key = _key_identity(event)
+                    if key in parent[0]:
+                        parent[1][1] = goyaml.go_value(key[1])
+                    parent[0].add(key)
                 _done(parent)
             else:
                 if len(open_) >= bounds.MAX_DEPTH:
                     raise bounds.too_deep(what)
                 mapping = isinstance(event, yaml.MappingStartEvent)
-                open_.append((set(), [True]) if mapping else None)
+                open_.append((set(), [True, None]) if mapping else None)
         elif isinstance(event, yaml.CollectionEndEvent):
             open_.pop()
             _done(open_[-1] if open_ else None)
-    return list(dict.fromkeys(repeated))
+    return repeated
 
 
-def _done(parent: tuple[set[str], list[bool]] | None) -> None:
+def _key_identity(event: yaml.ScalarEvent) -> tuple[str, Any]:
+    """A key as go-yaml compares keys: by its resolved tag and value (``y`` is ``true``)."""
+    if event.implicit[0] and event.tag in (None, "!"):
+        tag, value = goyaml.resolve(event.value)
+    else:
+        tag, value = goyaml.STR, event.value
+    if isinstance(value, float) and value != value:
+        return tag, event.value  # NaN equals nothing, not even itself
+    return tag, value
+
+
+def _done(parent: tuple[set[Any], list[Any]] | None) -> None:
     # A node inside a mapping ended: keys and values alternate.
     if parent is not None:
         parent[1][0] = not parent[1][0]
@@ -181,22 +203,20 @@ class _JSONConstructor(yaml.constructor.SafeConstructor):
     def construct_yaml_timestamp(self, node: yaml.ScalarNode) -> str:  # type: ignore[override]
         return str(self.construct_scalar(node))
 
-    def construct_yaml_int(self, node: yaml.ScalarNode) -> int | float:  # type: ignore[override]
+    def construct_go_scalar(self, node: yaml.ScalarNode) -> Any:
+        """A null, boolean or number as go-yaml reads it (`goyaml`), then as JSON holds it:
+        a whole float is written as an integer (``1e3`` is 1000), as Go's JSON encoder does."""
+        text = str(self.construct_scalar(node))
         try:
-            value = int(super().construct_yaml_int(node))
-        except ValueError as error:  # more digits than Python converts (4,300)
-            raise _not_json(node, f"the integer is too long: {error}") from None
-        if -(2**63) <= value < 2**64:
+            _tag, value = goyaml.resolve(text, node.tag.removeprefix(_LONG_TAG))
+        except goyaml.ResolveError as error:
+            raise _not_json(node, str(error)) from None
+        if not isinstance(value, float):
             return value
-        try:
-            return float(value)
-        except OverflowError:
-            raise _not_json(node, "the number is too large for a double") from None
-
-    def construct_yaml_float(self, node: yaml.ScalarNode) -> float:
-        value = float(super().construct_yaml_float(node))
         if value != value or value in (float("inf"), float("-inf")):
             raise _not_json(node, "NaN and infinities are not JSON numbers")
+        if value.is_integer() and abs(value) < 1e21 and -(2**63) <= value < 2**63:
+            return int(value)
         return value
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
@@ -213,27 +233,35 @@ class _JSONConstructor(yaml.constructor.SafeConstructor):
                     "found a key that is not a scalar",
                     key_node.start_mark,
                 )
-            mapping[_key_text(key)] = self.construct_object(value_node, deep=deep)
+            mapping[_key_text(key, key_node)] = self.construct_object(value_node, deep=deep)
         return mapping
 
     def refuse(self, node: yaml.Node) -> Any:
         raise _not_json(node, f"{node.tag} values have no JSON form")
 
 
-def _key_text(key: Any) -> str:
+def _key_text(key: Any, node: yaml.Node) -> str:
+    """A key as sigs.k8s.io/yaml writes it in JSON; a null key has no JSON form there."""
     if isinstance(key, bool):
         return "true" if key else "false"
-    return "null" if key is None else str(key)
+    if key is None:
+        raise _not_json(node, "a null mapping key has no JSON form")
+    return goyaml.format_g(key, 32) if isinstance(key, float) else str(key)
 
 
 def _not_json(node: yaml.Node, problem: str) -> yaml.constructor.ConstructorError:
     return yaml.constructor.ConstructorError(None, None, problem, node.start_mark)
 
 
+_LONG_TAG = "tag:yaml.org,2002:"
+
 for _tag, _construct in (
     ("tag:yaml.org,2002:timestamp", _JSONConstructor.construct_yaml_timestamp),
-    ("tag:yaml.org,2002:int", _JSONConstructor.construct_yaml_int),
-    ("tag:yaml.org,2002:float", _JSONConstructor.construct_yaml_float),
+    ("tag:yaml.org,2002:int", _JSONConstructor.construct_go_scalar),
+    ("tag:yaml.org,2002:float", _JSONConstructor.construct_go_scalar),
+    ("tag:yaml.org,2002:bool", _JSONConstructor.construct_go_scalar),
+    ("tag:yaml.org,2002:null", _JSONConstructor.construct_go_scalar),
+    ("tag:yaml.org,2002:merge", _JSONConstructor.construct_yaml_str),
     ("tag:yaml.org,2002:binary", _JSONConstructor.refuse),
     ("tag:yaml.org,2002:set", _JSONConstructor.refuse),
     ("tag:yaml.org,2002:omap", _JSONConstructor.refuse),
@@ -242,14 +270,23 @@ for _tag, _construct in (
     _JSONConstructor.add_constructor(_tag, _construct)  # type: ignore[type-var]
 
 
-class _JSONLoader(_JSONConstructor, yaml.SafeLoader):
+class _GoResolver:
+    """Plain scalars take the tag go-yaml v2 gives them (`goyaml.resolve`), not YAML 1.1's."""
+
+    def resolve(self, kind: type[yaml.Node], value: str, implicit: tuple[bool, bool]) -> str:
+        if kind is yaml.ScalarNode and implicit[0]:
+            return _LONG_TAG + goyaml.resolve(value)[0]
+        return super().resolve(kind, value, implicit)  # type: ignore[misc, no-any-return]
+
+
+class _JSONLoader(_GoResolver, _JSONConstructor, yaml.SafeLoader):
     pass
 
 
 _JSON_LOADERS: dict[Loader, Callable[[str | bytes], Any]] = {yaml.SafeLoader: _JSONLoader}
 if yaml.__with_libyaml__:
 
-    class _CJSONLoader(_JSONConstructor, yaml.CSafeLoader):
+    class _CJSONLoader(_GoResolver, _JSONConstructor, yaml.CSafeLoader):
         pass
 
     _JSON_LOADERS[yaml.CSafeLoader] = _CJSONLoader

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -116,20 +116,46 @@ def list_objects(rt: StoredKind, namespace: str | None = None) -> tuple[list[Obj
 
 
 def _apply_field_validation(
-    strategy: WriteStrategy, obj: Obj, field_validation: str, warnings: list[str]
+    rt: StoredKind,
+    strategy: WriteStrategy,
+    obj: Obj,
+    field_validation: str,
+    warnings: list[str],
+    decoded: Sequence[str] = (),
 ) -> None:
+    """Unknown fields, with what decoding the body found (`decoded`: repeated keys), judged as
+    kube's strict decoder does: a 400 under Strict, warnings under Warn, dropped silently
+    under Ignore."""
     unknown = strategy.unknown_fields(obj)
-    if not unknown:
-        return
-    if field_validation == "Strict":
-        raise errors.bad_request(
-            "strict decoding error: " + ", ".join(f'unknown field "{p}"' for p in unknown),
-            fix="Remove the unknown fields (`kubectl explain tr.spec --recursive` lists the "
-            "known ones), or send fieldValidation=Warn to have them dropped with a warning.",
-        )
+    problems = [*decoded, *(f'unknown field "{p}"' for p in unknown)]
+    if problems and field_validation == "Strict":
+        raise StrictDecodingError.of(rt, problems)
     if field_validation == "Warn":
-        warnings.extend(f'unknown field "{p}"' for p in unknown)
-    strategy.prune_unknown(obj)
+        warnings.extend(problems)
+    if unknown:
+        strategy.prune_unknown(obj)
+
+
+@dataclass
+class StrictDecodingError(errors.ApiError):
+    """fieldValidation=Strict refused the body: kube's decoder error, a 400 (a patch's handler
+    answers it as a 422 about the patch, `problems` in hand)."""
+
+    problems: list[str] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, rt: StoredKind, problems: list[str]) -> StrictDecodingError:
+        version = rt.api_version.rpartition("/")[2]
+        return cls(
+            "BadRequest",
+            errors.cannot_be_handled(
+                rt.kind, version, rt.kind, "strict decoding error: " + ", ".join(problems)
+            ),
+            fix="Remove the unknown fields and give each field once (`kubectl explain "
+            f"{rt.plural} --recursive` lists the known ones), or send fieldValidation=Warn "
+            "to have unknown fields dropped with a warning.",
+            problems=problems,
+        )
 
 
 def _validate(rt: StoredKind, strategy: WriteStrategy, obj: Obj, old: Obj | None) -> None:
@@ -139,7 +165,7 @@ def _validate(rt: StoredKind, strategy: WriteStrategy, obj: Obj, old: Obj | None
 
 
 def _prepare_create(
-    rt: StoredKind, namespace: str, body: Obj, field_validation: str
+    rt: StoredKind, namespace: str, body: Obj, field_validation: str, decoded: Sequence[str]
 ) -> tuple[Obj, list[str]]:
     obj = copy.deepcopy(body)
     meta = obj.setdefault("metadata", {})
@@ -151,7 +177,7 @@ def _prepare_create(
     for system in RESET_ON_CREATE:
         meta.pop(system, None)
     warnings: list[str] = []
-    _apply_field_validation(rt.strategy, obj, field_validation, warnings)
+    _apply_field_validation(rt, rt.strategy, obj, field_validation, warnings, decoded)
     warnings += ownership.dedup_owner_references(meta)
     rt.strategy.prepare_for_create(obj)
     rt.strategy.default(obj)
@@ -173,6 +199,7 @@ def create(
     *,
     dry_run: bool = False,
     field_validation: str = "Warn",
+    decoded: Sequence[str] = (),
     on_prepared: Callable[[Obj | None, Obj], Obj] | None = None,
 ) -> WriteResult:
     ns = _ns(rt, namespace)
@@ -180,7 +207,7 @@ def create(
     generated = not body.get("metadata", {}).get("name")
     # generateName may collide: kube retries a few times before answering AlreadyExists.
     for _attempt in range(5 if generated else 1):
-        obj, warnings = _prepare_create(rt, ns, body, field_validation)
+        obj, warnings = _prepare_create(rt, ns, body, field_validation, decoded)
         if on_prepared is not None:
             obj = on_prepared(None, obj)
         if dry_run:
@@ -211,7 +238,12 @@ def _exists(rt: StoredKind, ns: str, name: str) -> bool:
 
 
 def _prepare_update(
-    rt: StoredKind, strategy: WriteStrategy, old: Obj, body: Obj, field_validation: str
+    rt: StoredKind,
+    strategy: WriteStrategy,
+    old: Obj,
+    body: Obj,
+    field_validation: str,
+    decoded: Sequence[str] = (),
 ) -> tuple[Obj, list[str]]:
     new = copy.deepcopy(body)
     new["apiVersion"], new["kind"] = rt.api_version, rt.kind
@@ -227,7 +259,7 @@ def _prepare_update(
             meta.pop(system, None)
     warnings: list[str] = []
     if strategy.subresource == "":
-        _apply_field_validation(strategy, new, field_validation, warnings)
+        _apply_field_validation(rt, strategy, new, field_validation, warnings, decoded)
         warnings += ownership.dedup_owner_references(meta)
     strategy.prepare_for_update(new, old)
     strategy.default(new)
@@ -248,6 +280,7 @@ def update(
     subresource: str = "",
     dry_run: bool = False,
     field_validation: str = "Warn",
+    decoded: Sequence[str] = (),
     on_prepared: Callable[[Obj | None, Obj], Obj] | None = None,
 ) -> WriteResult:
     """PUT: the body replaces the object; its metadata.resourceVersion must be current."""
@@ -282,6 +315,7 @@ def update(
         subresource=subresource,
         dry_run=dry_run,
         field_validation=field_validation,
+        decoded=decoded,
         on_prepared=on_prepared,
     )
 
@@ -306,6 +340,7 @@ def mutate(
     subresource: str = "",
     dry_run: bool = False,
     field_validation: str = "Warn",
+    decoded: Sequence[str] = (),
     on_prepared: Callable[[Obj | None, Obj], Obj] | None = None,
 ) -> WriteResult:
     """Read, change, write with compare-and-swap: the heart of PUT and every kind of PATCH.
@@ -326,7 +361,7 @@ def mutate(
         wanted = requested.get("metadata", {}).get("resourceVersion")
         if wanted and str(wanted) != old["metadata"]["resourceVersion"]:
             raise errors.conflict(rt.plural, rt.group, name, errors.STALE)
-        new, warnings = _prepare_update(rt, strategy, old, requested, field_validation)
+        new, warnings = _prepare_update(rt, strategy, old, requested, field_validation, decoded)
         if on_prepared is not None:
             new = on_prepared(old, new)
         finalize = bool(old["metadata"].get("deletionTimestamp")) and not new["metadata"].get(

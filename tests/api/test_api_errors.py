@@ -79,8 +79,8 @@ CASES: list[tuple[str, str, Any, str, dict[str, str], int, str]] = [
         {**runtime_manifest(), "kind": "Pod"},
         "application/json",
         {},
-        400,
-        "BadRequest",
+        422,
+        "Invalid",
     ),
     (
         "POST",

@@ -193,6 +193,16 @@ def test_it_requires_qualified_finalizers_and_warns_about_unprefixed_ones() -> N
 def test_it_allows_a_trailing_dash_in_generate_name() -> None:
     assert validate_generate_name("sft-") == []
     assert validate_generate_name("SFT-") != []
+    assert validate_generate_name("a-") == []
+
+
+def test_it_masks_the_trailing_dash_as_kube_does_with_the_character_before() -> None:
+    # maskTrailingDash turns "x.-" into "xa" (two characters become one "a"), so it passes
+    # though "x." would not; "x-.-" becomes "x-a".
+    assert validate_generate_name("x.-") == []
+    assert validate_generate_name("x-.-") == []
+    assert [e.field for e in validate_generate_name("g" * 254)] == ["metadata.generateName"]
+    assert "must be no more than 253 characters" in validate_generate_name("g" * 254)[0].message
 
 
 def test_it_checks_object_meta_as_a_whole() -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from runtimes.apimachinery.schema_nodes import Field, integer, obj, string
-from runtimes.apimachinery.structural import expected_type, shown_value, structural_errors
+from runtimes.apimachinery.structural import expected_type, structural_errors
 
 PAIR = obj("A pair.", "", ("a", "b"), a=string("A."), b=string("B."))
 
@@ -26,12 +26,29 @@ def test_it_reports_duplicates_of_a_single_key_list_map_at_the_key() -> None:
     assert causes == [("spec.x[1].a", "FieldValueDuplicate", 'Duplicate value: "1"')]
 
 
-def test_it_names_container_values_by_type() -> None:
-    assert _causes({"k": [1]}, integer("N.")) == [
-        ("spec.x", "FieldValueInvalid", 'Invalid value: "object": must be an integer')
+def test_it_words_type_errors_as_kube_openapi_with_advice_in_fix() -> None:
+    errors = structural_errors({"k": [1]}, integer("N."), "spec.x")
+    assert [(e.field, e.reason, e.message, e.fix) for e in errors] == [
+        (
+            "spec.x",
+            "FieldValueTypeInvalid",
+            'Invalid value: "object": spec.x in body must be of type integer: "object"',
+            "spec.x must be an integer.",
+        )
     ]
-    assert shown_value({1: None}) == "object"
-    assert shown_value(3) == 3
+    # Values are named by their JSON type: a whole number is an integer, else a number.
+    assert _causes(3, string("S.")) == [
+        (
+            "spec.x",
+            "FieldValueTypeInvalid",
+            'Invalid value: "integer": spec.x in body must be of type string: "integer"',
+        )
+    ]
+    assert _causes(1.5, Field("boolean"))[0][2].endswith('must be of type boolean: "number"')
+    # A quantity is published as int-or-string.
+    assert _causes(True, Field("quantity"))[0][2].endswith(
+        'must be of type integer,string: "boolean"'
+    )
 
 
 def test_it_counts_null_as_unset_but_not_inside_lists() -> None:

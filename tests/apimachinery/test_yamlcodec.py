@@ -140,15 +140,43 @@ def test_body_refuses_too_many_nodes() -> None:
 
 def test_body_holds_only_json_values() -> None:
     value, _ = yamlcodec.load_body(
-        "when: 2024-01-02\n1: one\ntrue: yes\n~: nothing\nbig: 123456789012345678901234567890\n"
+        "when: 2024-01-02\n1: one\ntrue: yes\nbig: 123456789012345678901234567890\n"
+        "1.5: float\n1e3: whole\nn: key\n"
     )
     assert value == {
         "when": "2024-01-02",
         "1": "one",
         "true": True,
-        "null": "nothing",
         "big": 1.2345678901234568e29,
+        "1.5": "float",
+        "1000": "whole",  # a float key is written as Go writes it
+        "false": "key",  # n is false to go-yaml, as a key too
     }
+
+
+def test_body_resolves_scalars_as_go_yaml_does() -> None:
+    value, _ = yamlcodec.load_body(
+        "a: 1e3\nb: 0962e2\nc: y\nd: n\ne: 12:30\nf: 'y'\ng: !!float 1\nh: 1.5\ni: 017\n"
+        "j: 0o17\nk: 1_000\nl: !!int '12'\nm: !!str 12\nbig: 1.0e+999\no: on\n"
+    )
+    assert value == {
+        "a": 1000,  # a whole float is written as an integer (Go's JSON encoder)
+        "b": 96200,
+        "c": True,
+        "d": False,
+        "e": "12:30",
+        "f": "y",
+        "g": 1,
+        "h": 1.5,
+        "i": 15,
+        "j": 15,
+        "k": 1000,
+        "l": 12,
+        "m": "12",
+        "big": "1.0e+999",  # out of range for a double: go-yaml keeps the text
+        "o": True,
+    }
+    assert isinstance(value["a"], int)
 
 
 @pytest.mark.parametrize(
@@ -156,11 +184,12 @@ def test_body_holds_only_json_values() -> None:
     [
         "a: .nan\n",
         "a: -.inf\n",
-        "a: 1.0e+999\n",
+        "~: a null key\n",
+        "a: !!int abc\n",
+        "a: !!bool maybe\n",
         "a: !!binary aGk=\n",
         "a: !!set {x}\n",
         "a: !!omap [{x: 1}]\n",
-        "a: " + "1" * 5000 + "\n",
         "? [a]\n: 1\n",
         "a: !!python/object/apply:os.system [echo]\n",
         "a: [unclosed\n",
@@ -171,12 +200,20 @@ def test_body_refuses_what_json_cannot_hold_as_a_yaml_error(text: str) -> None:
         yamlcodec.load_body(text)
 
 
-def test_body_reports_repeated_keys() -> None:
-    value, repeated = yamlcodec.load_body("a: 1\na: 2\nb: {c: 1, c: 2, d: {a: 3}}\n")
-    assert value == {"a": 2, "b": {"c": 2, "d": {"a": 3}}}
-    assert repeated == ["a", "c"]
-    # The same key in two mappings is no repetition.
+def test_body_reports_repeated_keys_in_go_yaml_words() -> None:
+    value, repeated = yamlcodec.load_body(
+        "a: 1\na: 2\nb: {c: 1, c: 2, d: {a: 3}}\ny: 1\ntrue: 2\ne:\n  f: 1\ne:\n  f: 2\n"
+    )
+    assert value == {"a": 2, "b": {"c": 2, "d": {"a": 3}}, "true": 2, "e": {"f": 2}}
+    assert repeated == [
+        'line 2: key "a" already set in map',
+        'line 3: key "c" already set in map',
+        "line 5: key true already set in map",  # y and true are one key to go-yaml
+        'line 9: key "e" already set in map',  # the line of the repeated key's value
+    ]
+    # The same key in two mappings is no repetition; a quoted "true" is not the boolean.
     assert yamlcodec.load_body("a: {x: 1}\nb: {x: 1}\n")[1] == []
+    assert yamlcodec.load_body("true: 1\n'true': 2\n")[1] == []
 
 
 def test_body_keeps_pyyaml_messages_for_small_bodies_only() -> None:

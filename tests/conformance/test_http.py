@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import re
+
 import pytest
 
 from tests.conformance.conftest import InProcess
@@ -30,6 +33,7 @@ from tests.conformance.patterns import (
     ABSENT,
     Re,
     contains,
+    same,
 )
 
 APISERVER = "apiserver pkg/endpoints/apiserver_test.go"
@@ -42,15 +46,27 @@ NAMER = "apiserver pkg/endpoints/handlers/namer.go"
 CREATE = "apiserver pkg/endpoints/handlers/create.go"
 REQUEST_INFO = "apiserver pkg/endpoints/request/requestinfo.go"
 
+# kube's handlers (create.go, update.go transformDecodeError) before a strict decoding error.
+CANNOT = 'TrainingRuntime in version "v1beta1" cannot be handled as a TrainingRuntime: '
+STRICT = CANNOT + "strict decoding error: "
+
 YAML_BODY = f"""apiVersion: nodus.dev/v1beta1
 kind: TrainingRuntime
 metadata:
-  name: y
+  name: "y"
 spec:
   image: "{IMAGE}"
   task: SFT
   command: [python, -m, trainer]
 """
+
+
+# spec.task given twice (JSON allows it; the last one wins).
+REPEATED_TASK = (
+    json.dumps(runtime("a"), separators=(",", ":"))
+    .replace('"task":"SFT"', '"task":"DPO","task":"SFT"')
+    .encode()
+)
 
 
 def unknown_field_create(query: str, status: int, **kw: object) -> Step:
@@ -418,21 +434,24 @@ SEQUENCES = [
                 expect=failure(
                     422,
                     "Invalid",
-                    contains('kind: Invalid value: "Other": must be TrainingRuntime'),
+                    'Other.nodus.dev "a" is invalid: kind: Invalid value: "Other": must be '
+                    "TrainingRuntime",
                     {
+                        "name": "a",
+                        "group": "nodus.dev",
+                        "kind": "Other",
                         "causes": contains(
                             cause(
                                 "FieldValueInvalid",
                                 "kind",
                                 'Invalid value: "Other": must be TrainingRuntime',
                             )
-                        )
+                        ),
                     },
                 ),
             ),
             gone("a"),
         ),
-        divergence="kind mismatch: nodus 400, kube 422 at kind (issue 13, branch diverge)",
     ),
     Sequence(
         "a-body-of-another-api-version-is-400",
@@ -471,7 +490,6 @@ SEQUENCES = [
                 ),
             ),
         ),
-        divergence="generateName length is not validated (issue 13, branch diverge)",
     ),
     Sequence(
         "a-long-generate-name-is-cut-to-58-characters",
@@ -499,7 +517,52 @@ SEQUENCES = [
                 expect={"spec": {"estimate": {"secondsPerStep": {"h100-80g": 1000}}}},
             ),
         ),
-        divergence="YAML 1e3: PyYAML reads a string, go-yaml a number (issue 13, branch diverge)",
+    ),
+    Sequence(
+        "yaml-numbers-resolve-as-go-yaml-reads-them",
+        "sigs.k8s.io/yaml YAMLToJSON (go-yaml v2 resolve: 0962e2 and 017 are numbers, 12:30 "
+        "a string)",
+        (
+            Step(
+                "POST",
+                TRS,
+                201,
+                YAML_BODY.replace(
+                    "  task: SFT\n",
+                    "  task: SFT\n  estimate: {secondsPerStep: "
+                    "{h100-80g: 0962e2, a100-80g: 017, l4-24g: 0x10}}\n",
+                ).replace('  name: "y"\n', '  name: "y"\n  annotations:\n    at: 12:30\n'),
+                "application/yaml",
+                expect={
+                    "metadata": {"annotations": {"at": "12:30"}},
+                    "spec": {
+                        "estimate": {
+                            "secondsPerStep": {"h100-80g": 96200, "a100-80g": 15, "l4-24g": 16}
+                        },
+                    },
+                },
+            ),
+        ),
+    ),
+    Sequence(
+        "an-unquoted-yaml-y-is-true-so-it-is-no-name",
+        "sigs.k8s.io/yaml (go-yaml v2: y is a boolean); apiextensions-apiserver "
+        "schema/objectmeta GetObjectMetaWithOptions; handlers transformDecodeError",
+        (
+            Step(
+                "POST",
+                TRS,
+                400,
+                YAML_BODY.replace('name: "y"', "name: y"),
+                "application/yaml",
+                expect=failure(
+                    400,
+                    "BadRequest",
+                    CANNOT + "json: cannot unmarshal bool into Go struct field ObjectMeta.name "
+                    "of type string",
+                ),
+            ),
+        ),
     ),
     Sequence(
         "an-unqualified-finalizer-name-warns",
@@ -609,9 +672,7 @@ SEQUENCES = [
             unknown_field_create(
                 "?fieldValidation=Strict",
                 400,
-                expect=failure(
-                    400, "BadRequest", 'strict decoding error: unknown field "spec.foo"'
-                ),
+                expect=failure(400, "BadRequest", STRICT + 'unknown field "spec.foo"'),
             ),
             gone("a"),
         ),
@@ -665,7 +726,7 @@ SEQUENCES = [
                     400,
                     "BadRequest",
                     Re(
-                        r'strict decoding error: unknown field "spec\.(foo|bar)", '
+                        re.escape(STRICT) + r'unknown field "spec\.(foo|bar)", '
                         r'unknown field "spec\.(foo|bar)"'
                     ),
                 ),
@@ -681,9 +742,7 @@ SEQUENCES = [
                 f"{TRS}?fieldValidation=Strict",
                 400,
                 with_meta(runtime("a"), colour="red"),
-                expect=failure(
-                    400, "BadRequest", 'strict decoding error: unknown field "metadata.colour"'
-                ),
+                expect=failure(400, "BadRequest", STRICT + 'unknown field "metadata.colour"'),
             ),
         ),
     ),
@@ -697,10 +756,112 @@ SEQUENCES = [
                 f"{TRS}/a?fieldValidation=Strict",
                 400,
                 with_meta(runtime("a", foo=1), resourceVersion="{rv}"),
+                expect=failure(400, "BadRequest", STRICT + 'unknown field "spec.foo"'),
+            ),
+        ),
+    ),
+    Sequence(
+        "strict-field-validation-names-a-repeated-json-key-by-its-path",
+        f"{FIELD_VALIDATION_INT} (duplicate fields); sigs.k8s.io/json UnmarshalStrict",
+        (
+            Step(
+                "POST",
+                f"{TRS}?fieldValidation=Strict",
+                400,
+                REPEATED_TASK,
+                expect=failure(400, "BadRequest", STRICT + 'duplicate field "spec.task"'),
+            ),
+            gone("a"),
+        ),
+    ),
+    Sequence(
+        "warn-field-validation-warns-of-a-repeated-json-key-and-the-last-wins",
+        f"{FIELD_VALIDATION_INT} (duplicate fields, Warn)",
+        (
+            Step(
+                "POST",
+                TRS,
+                201,
+                REPEATED_TASK,
+                expect={"spec": {"task": "SFT"}},
+                expect_headers={"warning": contains('duplicate field \\"spec.task\\"')},
+            ),
+        ),
+    ),
+    Sequence(
+        "strict-field-validation-names-a-repeated-yaml-key-by-its-line",
+        f"{FIELD_VALIDATION_INT}; apimachinery serializer/json (YAMLToJSONStrict, go-yaml v2)",
+        (
+            Step(
+                "POST",
+                f"{TRS}?fieldValidation=Strict",
+                400,
+                YAML_BODY + "  task: DPO\n",
+                "application/yaml",
                 expect=failure(
-                    400, "BadRequest", 'strict decoding error: unknown field "spec.foo"'
+                    400,
+                    "BadRequest",
+                    STRICT + 'yaml: unmarshal errors:\n  line 9: key "task" already set in map',
                 ),
             ),
+            gone("y"),
+        ),
+    ),
+    Sequence(
+        "strict-field-validation-on-a-merge-patch-is-422-about-the-patch",
+        "apiserver pkg/endpoints/handlers/patch.go applyPatchToCurrentObject (strict error: "
+        "NewInvalid at patch)",
+        (
+            create("a"),
+            merge(
+                "a?fieldValidation=Strict",
+                {"spec": {"foo": 1}},
+                422,
+                failure(
+                    422,
+                    "Invalid",
+                    Re(
+                        r' "" is invalid: patch: Invalid value: "\{.*\}": strict decoding error: '
+                        r'unknown field "spec\.foo"'
+                    ),
+                    {
+                        "name": ABSENT,
+                        "kind": ABSENT,
+                        "causes": [
+                            cause(
+                                "FieldValueInvalid",
+                                "patch",
+                                Re(
+                                    r'Invalid value: "\{.*\}": strict decoding error: '
+                                    r'unknown field "spec\.foo"'
+                                ),
+                            )
+                        ],
+                    },
+                ),
+            ),
+            get("a", expect={"metadata": {"resourceVersion": same("rv")}}),
+        ),
+    ),
+    Sequence(
+        "strict-field-validation-names-a-repeated-key-of-a-merge-patch",
+        "apiserver pkg/endpoints/handlers/patch.go applyJSPatch (kjson.UnmarshalStrict of the "
+        "patch)",
+        (
+            create("a"),
+            Step(
+                "PATCH",
+                f"{TRS}/a?fieldValidation=Strict",
+                422,
+                b'{"spec":{"task":"DPO","task":"KTO"}}',
+                MERGE,
+                expect=failure(
+                    422,
+                    "Invalid",
+                    Re(r'.*: strict decoding error: duplicate field "spec\.task"'),
+                ),
+            ),
+            get("a", expect={"spec": {"task": "SFT"}}),
         ),
     ),
     Sequence(
@@ -805,8 +966,6 @@ SEQUENCES = [
                 ),
             ),
         ),
-        divergence="schema type errors: nodus FieldValueInvalid 'must be a list of strings', "
-        "kube FieldValueTypeInvalid '<path> in body must be of type array' (issue 13)",
     ),
     Sequence(
         "a-non-object-body-is-400",

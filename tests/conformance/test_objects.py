@@ -41,6 +41,9 @@ STORE = "apiserver pkg/registry/generic/registry/store_test.go"
 CRD_HANDLER = "apiextensions-apiserver pkg/apiserver/customresource_handler.go ServeHTTP"
 CLUSTER_TRS = f"{GV}/trainingruntimes"
 CONVENTIONS = "community contributors/devel/sig-architecture/api-conventions.md"
+OBJECTMETA_COERCE = "apiextensions-apiserver pkg/apiserver/schema/objectmeta/coerce.go"
+HANDLERS = "apiserver pkg/endpoints/handlers/rest.go transformDecodeError"
+CANNOT = 'TrainingRuntime in version "v1beta1" cannot be handled as a TrainingRuntime: '
 
 NAME_MESSAGE = (
     "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
@@ -152,13 +155,103 @@ SEQUENCES = [
                 expect=failure(
                     400,
                     "BadRequest",
-                    contains('TrainingRuntime in version "v1beta1" cannot be handled as a '),
+                    CANNOT + "json: cannot unmarshal number into Go struct field "
+                    "ObjectMeta.labels of type string",
                 ),
             ),
             gone("a"),
         ),
-        divergence="metadata of the wrong JSON type: nodus answers 422 Invalid, kube a 400 "
-        "decode error 'cannot be handled as a TrainingRuntime' (issue 13)",
+    ),
+    Sequence(
+        "metadata-that-is-not-an-object-is-400-cannot-be-handled",
+        f"{OBJECTMETA_COERCE} (json.Unmarshal into ObjectMeta); {HANDLERS}",
+        (
+            Step(
+                "POST",
+                TRS,
+                400,
+                {**runtime("a"), "metadata": 5},
+                expect=failure(
+                    400,
+                    "BadRequest",
+                    CANNOT + "json: cannot unmarshal number into Go value of type v1.ObjectMeta",
+                ),
+            ),
+        ),
+    ),
+    Sequence(
+        "labels-as-a-list-are-400-cannot-be-handled",
+        f"{OBJECTMETA_COERCE}; {HANDLERS}",
+        (
+            Step(
+                "POST",
+                TRS,
+                400,
+                with_meta(runtime("a"), labels=["a"]),
+                expect=failure(
+                    400,
+                    "BadRequest",
+                    CANNOT + "json: cannot unmarshal array into Go struct field "
+                    "ObjectMeta.labels of type map[string]string",
+                ),
+            ),
+        ),
+    ),
+    Sequence(
+        "an-owner-reference-field-of-the-wrong-type-names-its-struct",
+        f"{OBJECTMETA_COERCE}; Go encoding/json UnmarshalTypeError (innermost struct, full path)",
+        (
+            Step(
+                "POST",
+                TRS,
+                400,
+                with_meta(runtime("a"), ownerReferences=[{"name": 5}]),
+                expect=failure(
+                    400,
+                    "BadRequest",
+                    CANNOT + "json: cannot unmarshal number into Go struct field "
+                    "OwnerReference.ownerReferences.name of type string",
+                ),
+            ),
+        ),
+    ),
+    Sequence(
+        "a-null-label-value-is-the-empty-string",
+        f'{OBJECTMETA_COERCE} (Go decodes null into a string as "")',
+        (
+            Step(
+                "POST",
+                TRS,
+                201,
+                with_meta(runtime("a"), labels={"k": None}),
+                expect={"metadata": {"labels": {"k": ""}}},
+            ),
+        ),
+    ),
+    Sequence(
+        "a-merge-patch-leaving-metadata-of-the-wrong-type-is-422-about-the-patch",
+        "apiserver pkg/endpoints/handlers/patch.go applyPatchToCurrentObject (DecodeInto "
+        "error: NewInvalid at patch)",
+        (
+            create("a"),
+            Step(
+                "PATCH",
+                f"{TRS}/a",
+                422,
+                {"metadata": {"labels": {"k": 1}}},
+                "application/merge-patch+json",
+                expect=failure(
+                    422,
+                    "Invalid",
+                    Re(
+                        r' "" is invalid: patch: Invalid value: "\{.*\}": json: cannot unmarshal '
+                        r"number into Go struct field ObjectMeta\.labels of type string"
+                    ),
+                    {"causes": [cause("FieldValueInvalid", "patch")]},
+                ),
+            ),
+            get("a", expect={"metadata": {"resourceVersion": same("rv")}}),
+        ),
     ),
     Sequence(
         "second-create-is-409-already-exists",
@@ -612,8 +705,6 @@ SEQUENCES = [
                 ),
             ),
         ),
-        divergence="generateName itself is not validated, only the generated name (issue 13, "
-        "branch diverge: generateName length)",
     ),
     Sequence(
         "a-label-key-name-over-63-characters-is-422",

@@ -28,9 +28,9 @@ def _causes(spec: Any) -> list[tuple[str, str]]:
 
 def test_it_rejects_a_spec_that_is_missing_or_not_an_object() -> None:
     assert _causes(None) == [("spec", "FieldValueRequired")]
-    assert _causes(["SFT"]) == [("spec", "FieldValueInvalid")]
+    assert _causes(["SFT"]) == [("spec", "FieldValueTypeInvalid")]
     [error] = validate_spec("x", CATALOG)
-    assert error.message == 'Invalid value: "string": must be an object'
+    assert error.message == 'Invalid value: "string": spec in body must be of type object: "string"'
 
 
 def test_it_reports_every_missing_required_field_at_once() -> None:
@@ -102,9 +102,15 @@ def test_it_reports_deeply_nested_parameter_schemas_instead_of_crashing() -> Non
 
 def test_it_names_the_type_a_field_must_have() -> None:
     [error] = validate_spec(_spec({"command": "python train.py"}), CATALOG)
-    assert error.message == 'Invalid value: "string": must be a list of strings'
+    assert error.message == (
+        'Invalid value: "string": spec.command in body must be of type array: "string"'
+    )
+    assert error.fix == "spec.command must be a list of strings."
     [error] = validate_spec(_spec({"requires": {"data": "yes"}}), CATALOG)
-    assert error.message == 'Invalid value: "yes": must be a boolean'
+    assert error.message == (
+        'Invalid value: "string": spec.requires.data in body must be of type boolean: "string"'
+    )
+    assert error.fix == "spec.requires.data must be a boolean."
 
 
 def test_it_says_which_launchers_can_run_multiple_nodes() -> None:
@@ -214,10 +220,10 @@ def test_it_accepts_a_controller_status() -> None:
     [
         ({"phase": "Running"}, "status.phase", "FieldValueNotSupported"),
         ({"observedGeneration": -1}, "status.observedGeneration", "FieldValueInvalid"),
-        ({"observedGeneration": "3"}, "status.observedGeneration", "FieldValueInvalid"),
-        ({"managed": "true"}, "status.managed", "FieldValueInvalid"),
+        ({"observedGeneration": "3"}, "status.observedGeneration", "FieldValueTypeInvalid"),
+        ({"managed": "true"}, "status.managed", "FieldValueTypeInvalid"),
         ({"imageDigest": "sha256:abc"}, "status.imageDigest", "FieldValueInvalid"),
-        ({"conditions": {"type": "Verified"}}, "status.conditions", "FieldValueInvalid"),
+        ({"conditions": {"type": "Verified"}}, "status.conditions", "FieldValueTypeInvalid"),
     ],
 )
 def test_it_rejects_bad_status_fields(patch: dict[str, Any], field: str, reason: str) -> None:

@@ -34,6 +34,7 @@ CATALOG = stub_catalog()
 REASONS = {
     "FieldValueRequired",
     "FieldValueInvalid",
+    "FieldValueTypeInvalid",
     "FieldValueNotSupported",
     "FieldValueDuplicate",
     "FieldValueTooLong",
