@@ -54,9 +54,19 @@ OVERFLOW = """
     }
     return parts.join(" > ");
   };
+  // Whether a box that scrolls or clips holds `el` (or, with `self`, its text): only boxes on
+  // its chain of containing blocks do (a positioned element escapes static ancestors).
   const clipped = (el, self) => {
+    let position = self ? "static" : getComputedStyle(el).position;
     for (let e = self ? el : el.parentElement; e && e !== document.body; e = e.parentElement) {
-      if (getComputedStyle(e).overflowX !== "visible") return true;
+      const style = getComputedStyle(e);
+      const contains =
+        position === "fixed" ? false
+        : position === "absolute" ? style.position !== "static"
+        : true;
+      if (!contains) continue;
+      if (style.overflowX !== "visible") return true;
+      position = style.position;
     }
     return false;
   };
