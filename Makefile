@@ -1,5 +1,6 @@
 # nodus console: two commands.
-#   make run   - set up .venv, migrate, seed, print the URL/login/kubeconfig and serve (daphne)
+#   make run   - set up .venv, migrate, seed, collect static files, print the URL/login/kubeconfig
+#                and serve (daphne)
 #   make test  - install what the tests need, then ruff, mypy and every pytest test
 # Both are non-interactive and idempotent: a second run installs nothing and starts at once.
 

@@ -6,6 +6,9 @@ than the view. These hooks only look at the request and set headers and cookies,
 session's save, so for API paths (`runtimes.api.status.is_api_path`) the wrappers call them
 directly; a session that was changed is still saved on a thread. Console pages go through the
 wrapped middleware exactly as Django would run it. The settings list these in Django's order.
+
+`Compression` is the exception: it gzips console pages (HTML, pages and htmx partials alike)
+and leaves API responses as they are, so kubectl and the watch streams see what they always did.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from django.http import HttpRequest, HttpResponseBase
 from django.middleware.clickjacking import XFrameOptionsMiddleware
 from django.middleware.common import CommonMiddleware
 from django.middleware.csrf import CsrfViewMiddleware
+from django.middleware.gzip import GZipMiddleware
 from django.middleware.security import SecurityMiddleware
 
 from runtimes.api.status import is_api_path
@@ -107,3 +111,25 @@ class Messages(InlineForApi):
 
 class FrameOptions(InlineForApi):
     wrapped = XFrameOptionsMiddleware
+
+
+class HtmlGZipMiddleware(GZipMiddleware):
+    """Django's gzip (which pads each body with random bytes against BREACH), for HTML only:
+    static files come compressed from WhiteNoise, downloads are left as they are."""
+
+    def process_response(
+        self, request: HttpRequest, response: HttpResponseBase
+    ) -> HttpResponseBase:
+        if not response.get("Content-Type", "").startswith("text/html"):
+            return response
+        return super().process_response(request, response)  # type: ignore[no-any-return]
+
+
+class Compression(InlineForApi):
+    wrapped = HtmlGZipMiddleware
+
+    async def __call__(self, request: HttpRequest) -> HttpResponseBase:
+        if is_api_path(request.path):
+            response: HttpResponseBase = await self.get_response(request)
+            return response
+        return await super().__call__(request)

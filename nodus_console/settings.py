@@ -117,6 +117,8 @@ MIDDLEWARE = [
     # Above the session and CSRF middleware, so it sees the cookies they set on the way out.
     "runtimes.accounts.cookies.SecureCookiesMiddleware",
     "nodus_console.staticfiles.AsyncWhiteNoiseMiddleware",
+    # Below WhiteNoise (static files come compressed already), above anything that writes a body.
+    "nodus_console.middleware.Compression",
     "nodus_console.middleware.Sessions",
     "nodus_console.middleware.Common",
     "nodus_console.middleware.Csrf",
@@ -188,9 +190,15 @@ USE_TZ = True
 
 STATIC_URL = "/static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = DATA_DIR / "static"
-STATIC_ROOT.mkdir(exist_ok=True)
-# Serve straight from the finders: no collectstatic step, so `make run` and tests need no build.
+# `manage.py serve` collects into it (nodus_console.staticfiles.collect): hashed names, gzip
+# copies, a year's immutable caching. NODUS_STATIC_ROOT lets servers share one collect (tests).
+STATIC_ROOT = Path(os.environ.get("NODUS_STATIC_ROOT", DATA_DIR / "static")).resolve()
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "nodus_console.staticfiles.StaticStorage"},
+}
+# Until something is collected, pages link the source names, served from the finders.
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = DEBUG
 

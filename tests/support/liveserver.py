@@ -11,11 +11,13 @@ accelerator catalog, starts `python -m runtimes.api.serving nodus_console.asgi:a
 (daphne's command line with the listeners' limits and deadlines that `manage.py serve` uses) on a
 free loopback port, waits until `/version` answers and yields a `LiveServer`. The server is
 stopped when the fixture's scope ends; its log is kept in the data directory for failing tests to
-read.
+read. Every server of a test process serves one collect of the static files (`collected_static`).
 """
 
 from __future__ import annotations
 
+import atexit
+import functools
 import json
 import os
 import shutil
@@ -77,10 +79,34 @@ def free_port() -> int:
         return port
 
 
+@functools.cache
+def collected_static() -> Path:
+    """The static files collected once per test process, as `manage.py serve` collects them
+    (hashed names, gzip copies), into a folder every live server of this process serves."""
+    folder = Path(tempfile.mkdtemp(prefix="nodus-static-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NODUS_", "DATABASE_URL"))}
+    env.update(
+        NODUS_DATA_DIR=str(folder / "data"),
+        NODUS_STATIC_ROOT=str(folder / "static"),
+        DJANGO_SETTINGS_MODULE="nodus_console.settings",
+    )
+    collect = "from nodus_console.staticfiles import collect; collect()"
+    subprocess.run(
+        [str(PYTHON), str(REPO / "manage.py"), "shell", "-c", collect],
+        cwd=REPO,
+        env=env,
+        check=True,
+        timeout=300,
+    )
+    return folder / "static"
+
+
 def server_environment(data_dir: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NODUS_", "DATABASE_URL"))}
     env.update(
         NODUS_DATA_DIR=str(data_dir),
+        NODUS_STATIC_ROOT=str(collected_static()),
         NODUS_EMBEDDED_CONTROLLER="0",
         DJANGO_SETTINGS_MODULE="nodus_console.settings",
         PYTHONUNBUFFERED="1",

@@ -1,4 +1,5 @@
-"""Runs everything in one process: migrate, seed, the in-process controller and daphne.
+"""Runs everything in one process: migrate, seed, collect the static files, the in-process
+controller and daphne.
 
 `make run` calls this. It serves the console over HTTP and the same app over HTTPS with a
 self-signed certificate (client-go sends bearer tokens only over TLS, so kubectl uses that
@@ -27,6 +28,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 
+from nodus_console.staticfiles import collect as collect_static
 from runtimes.accounts.bootstrap import ensure_admin, ensure_demo_project
 from runtimes.accounts.tls import ensure_certificate
 
@@ -76,6 +78,8 @@ class Command(BaseCommand):
         ensure_demo_project(admin)
         if not options["no_seed"]:
             call_command("seed", verbosity=0)
+        # Hashed, compressed static files, before the app (and WhiteNoise's file list) loads.
+        collect_static()
         host, port, tls_port = options["host"], options["port"], options["tls_port"]
         ensure_certificate(settings.DATA_DIR / "tls", [host])  # made once, before any worker
         shown = "127.0.0.1" if host in {"0.0.0.0", "::"} else host  # noqa: S104
