@@ -90,7 +90,8 @@ def test_it_recomputes_estimates_from_the_query(catalog_data: Any) -> None:
 
     def costs(html: str) -> list[float]:
         return [
-            float(c.replace(",", "")) for c in re.findall(r'<td class="num">\$([\d,.]+)</td>', html)
+            float(c.replace(",", ""))
+            for c in re.findall(r'<td class="num cost">\$([\d,.]+)</td>', html)
         ]
 
     assert costs(body)
@@ -100,7 +101,7 @@ def test_it_recomputes_estimates_from_the_query(catalog_data: Any) -> None:
 
 def test_it_reports_a_bad_estimate_input(catalog_data: Any) -> None:
     body = client_for(catalog_data["bob"]).get(f"{SFT}/estimates?amount=lots").content.decode()
-    assert "&#x27;lots&#x27; is not a whole number" in body
+    assert "Enter a whole number of 1 or more (&#x27;lots&#x27; is not one)" in body
 
 
 def parameters_form(client: Any) -> str:
