@@ -243,7 +243,7 @@ def test_missing_inputs_are_still_needed_until_the_user_checks(catalog_data: Any
     client = client_for(catalog_data["bob"])
     fresh = page(client)
     assert summary_links(fresh) == {}
-    assert "Still needed before this job can run: Model, Training data" in fresh
+    assert "still needed before this job can run: Model, Training data" in fresh
     assert "autofocus" not in fresh[fresh.index('id="error-summary"') :][:200]
 
     checked = page(client, "_submit=1")
