@@ -239,6 +239,17 @@ def test_every_error_is_in_the_summary_with_a_link_and_marks_its_field(
     assert "aria-invalid" not in str(elements.by_id["sf-p_2e_epochs"])
 
 
+def test_it_shows_the_api_fix_beside_a_plain_message(catalog_data: Any) -> None:
+    html = page(client_for(catalog_data["bob"]), "job.environment=nodus/webshop")
+    line = error_line(html, "job-environment")
+    assert line.startswith("This runtime&#x27;s image cannot run environment tasks")
+    assert "Remove spec.environment, or choose a runtime" in line
+    summary = html[html.index('<div id="error-summary"') :]
+    assert '<span class="fix">Remove spec.environment' in summary[: summary.index("</ul>")]
+    # Offered although this runtime cannot run one: the value from the link stays editable.
+    assert "disabled" not in str(Elements(form_of(html)).by_id["job-environment"])
+
+
 def test_missing_inputs_are_still_needed_until_the_user_checks(catalog_data: Any) -> None:
     client = client_for(catalog_data["bob"])
     fresh = page(client)
