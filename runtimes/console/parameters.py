@@ -34,6 +34,8 @@ from runtimes.console.forms.schema_form import SchemaForm
 from runtimes.console.job_form import (
     CONTROL_OF,
     LABELS,
+    NUMBER_FIELDS,
+    TEXT_FIELDS,
     choice_key,
     job_fields,
     place_errors,
@@ -174,6 +176,10 @@ def parameters_tab(request: HttpRequest, project: str, name: str) -> HttpRespons
     else:
         seeded = {k: v for k, v in restored.problems.items() if not k.startswith("job.")}
         form = schema_form.submitted(parameters_schema, defaults, data, seeded)
+        drawn = {node.key for node in form.nodes()}
+        names = {f"job.{n}" for n in (*TEXT_FIELDS, *NUMBER_FIELDS, "work")}
+        if unknown := url_state.unknown_fields(data, drawn, names):
+            restored.general.append(unknown)
     context = page_context(request, obj, "parameters")
     context.update(job_context(request, obj, form, data, restored))
     return render(request, "console/runtime/parameters.html", context)

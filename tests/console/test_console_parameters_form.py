@@ -210,6 +210,20 @@ def test_it_shows_bad_link_values_as_errors_at_their_fields(catalog_data: Any) -
     }
 
 
+def test_it_names_the_fields_of_a_link_the_form_does_not_have(catalog_data: Any) -> None:
+    client = client_for(catalog_data["bob"])
+    query = state_of(page(client))
+    query.update({"p.noSuchParameter": "1", "job.colour": "red", "p.lora.r.$weird": "2"})
+    html = page(client, query.urlencode())
+    assert "fields this form does not have, so they were left out: " in html
+    named = html[html.index("left out: ") :].split("<", 1)[0]
+    assert "p.noSuchParameter" in named
+    assert "job.colour" in named
+    assert "p.lora.r.$weird" not in named  # bookkeeping of a field the form has
+    # The rest of the link still counts.
+    assert state_of(html) == state_of(page(client))
+
+
 def test_every_error_is_in_the_summary_with_a_link_and_marks_its_field(
     catalog_data: Any,
 ) -> None:

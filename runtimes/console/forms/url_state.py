@@ -38,6 +38,21 @@ def is_state(name: str) -> bool:
     return name.startswith(STATE_PREFIXES)
 
 
+def unknown_fields(data: QueryDict, drawn: set[str], job_names: set[str]) -> str:
+    """A sentence naming the link's fields that no widget of this form reads (a parameter the
+    runtime no longer has, a typo), or "" when there are none."""
+    unknown = []
+    for name in data:
+        base = name.split(".$", 1)[0]
+        known = base in drawn if base.startswith(keys.ROOT + ".") else base in job_names
+        if not known:
+            unknown.append(name[:60])
+    if not unknown:
+        return ""
+    shown = ", ".join(unknown[:5]) + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else "")
+    return f"This link names fields this form does not have, so they were left out: {shown}"
+
+
 def restore(query: str) -> Restored:
     """The form state a query string carries, within the bounds above."""
     if not query:
