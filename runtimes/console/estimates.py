@@ -149,9 +149,9 @@ def estimates(request: HttpRequest, obj: Obj) -> dict[str, Any]:
     chart = bar_chart(
         [
             (
-                f"{r.offering.variant} · {r.nodes} node{'s' if r.nodes != 1 else ''} "
-                f"· {r.offering.count} GPU",
+                f"{r.offering.variant} · {r.offering.count} GPU",
                 r.seconds,
+                # The nodes are the same for every bar: the heading above the chart says them.
                 f"{human_duration(r.seconds)} · ${r.cost:,.2f}",
             )
             for r in rows
