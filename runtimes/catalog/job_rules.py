@@ -10,6 +10,7 @@ that is the runtime's image) and replace the preflight. An environment needs a r
 from __future__ import annotations
 
 import copy
+import dataclasses
 import re
 from collections.abc import Mapping
 from decimal import Decimal
@@ -31,15 +32,14 @@ def environment_errors(spec: Mapping[str, Any], draft: Mapping[str, Any]) -> lis
     environment = draft.get("environment")
     if environment in (None, "") or spec.get("environmentTasks") == ATTEMPT_API:
         return []
-    return [
-        fielderrors.forbidden(
-            "environment",
-            "this runtime's environmentTasks is empty: its image cannot run environment tasks on "
-            "a GPU host (only an image that fetches manifests through the live attempt, "
-            "environmentTasks: AttemptAPI, can); remove spec.environment or choose a runtime "
-            "with environmentTasks: AttemptAPI",
-        )
-    ]
+    error = fielderrors.forbidden(
+        "environment",
+        "this runtime's image cannot run environment tasks on a GPU host: its environmentTasks "
+        "is empty, and only an image that fetches manifests through the live attempt "
+        "(environmentTasks: AttemptAPI) can",
+    )
+    fix = "Remove spec.environment, or choose a runtime whose environmentTasks is AttemptAPI."
+    return [dataclasses.replace(error, fix=fix)]
 
 
 def raise_floors(floors: dict[str, Any], job: Any, errors: list[FieldError]) -> dict[str, Any]:

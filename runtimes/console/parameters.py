@@ -18,47 +18,34 @@ import shlex
 from typing import Any
 
 import yaml
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from runtimes.accounts import access
+from runtimes.apimachinery.fielderrors import FieldError
 from runtimes.apimachinery.meta import API_VERSION, Obj
 from runtimes.catalog.accelerators import catalog
 from runtimes.catalog.compile import compile_job
 from runtimes.console.authorization import requires
-from runtimes.console.forms import schema_form
+from runtimes.console.forms import schema_form, summary, url_state
 from runtimes.console.forms.schema_form import SchemaForm
+from runtimes.console.job_form import (
+    CONTROL_OF,
+    LABELS,
+    NUMBER_FIELDS,
+    TEXT_FIELDS,
+    choice_key,
+    job_fields,
+    place_errors,
+    read_draft,
+)
 from runtimes.console.jobs import current_project
 from runtimes.console.runtime_page import NO_SUCH_RUNTIME, load, page_context
 from runtimes.console.summaries import human_duration
 from runtimes.registry import authorization
 from runtimes.registry.kinds import TRAINING_RUNTIMES
-from runtimes.registry.trainingruntime import schema
-
-JOB_TEXT_FIELDS = ("quantization", "data", "teacher", "environment", "accelerator")
-
-
-def read_draft(data: Any, spec: Obj) -> tuple[Obj, dict[str, str]]:
-    """The job fields beside the parameters: model, method, quantization, work, inputs."""
-    draft: Obj = {}
-    problems: dict[str, str] = {}
-    for name in ("model", "method", *JOB_TEXT_FIELDS):
-        value = str(data.get(f"job.{name}", "") or "").strip()
-        if value:
-            draft[name] = value
-    work = data.get("job.work") or (
-        "steps" if "Train" in (spec.get("modes") or ["Train"]) else "tasks"
-    )
-    amount = str(data.get("job.amount", "") or "").strip()
-    if amount:
-        # At most 18 digits: int() of the client's text refuses superscripts and long strings.
-        if amount.isascii() and amount.isdigit() and len(amount) <= 18 and int(amount) > 0:
-            draft["tasks" if work == "tasks" else "steps"] = int(amount)
-        else:
-            problems["amount"] = f"{amount!r} is not a positive whole number"
-    return draft, problems
 
 
 def job_name(runtime: str, spec: Obj) -> str:
@@ -68,9 +55,16 @@ def job_name(runtime: str, spec: Obj) -> str:
     return f"{runtime[:56].rstrip('-.')}-{digest}"
 
 
-def job_context(request: HttpRequest, obj: Obj, form: SchemaForm, data: Any) -> dict[str, Any]:
+def job_context(
+    request: HttpRequest,
+    obj: Obj,
+    form: SchemaForm,
+    data: Any,
+    restored: url_state.Restored | None = None,
+) -> dict[str, Any]:
     spec = obj.get("spec") or {}
     meta = obj["metadata"]
+    restored = restored or url_state.Restored()
     draft, draft_problems = read_draft(data, spec)
     job_spec: Obj = {
         "runtimeRef": {"name": meta["name"], "namespace": meta["namespace"]},
@@ -96,6 +90,15 @@ def job_context(request: HttpRequest, obj: Obj, form: SchemaForm, data: Any) -> 
     outcome = compile_job(obj, {**compile_body, "parameters": form.changed}, catalog())
     compiled = None if isinstance(outcome, list) else outcome
     compile_errors = outcome if isinstance(outcome, list) else []
+    fields = job_fields(spec, data, draft, catalog())
+    for key, messages in restored.problems.items():
+        if key.startswith("job."):
+            draft_problems.setdefault(key.removeprefix("job."), "; ".join(messages))
+    # Inputs left empty are "still needed", not errors, until the user asks for a check: a
+    # fresh form does not open covered in red.
+    submitted = restored.submitted or "_submit" in data
+    missing = [] if submitted else [e for e in compile_errors if e.reason == "FieldValueRequired"]
+    unplaced = place_errors(fields, [e for e in compile_errors if e not in missing], draft_problems)
     offerings = []
     if compiled is not None:
         for plan in compiled.offerings[:8]:
@@ -107,18 +110,20 @@ def job_context(request: HttpRequest, obj: Obj, form: SchemaForm, data: Any) -> 
                     "why": [r.message for r in plan.match.reasons],
                 }
             )
-    presets = spec.get("presets") or []
+    errors = summary.problems(form, fields, unplaced, restored.general)
     return {
         "form": form,
         "draft": draft,
-        "draft_problems": draft_problems,
-        "work": data.get("job.work")
-        or ("steps" if "Train" in (spec.get("modes") or ["Train"]) else "tasks"),
-        "amount": data.get("job.amount", ""),
-        "models": list(dict.fromkeys(p.get("model") for p in presets)),
-        "methods": schema.METHODS,
-        "requires": spec.get("requires") or {},
-        "model_required": bool((spec.get("requires") or {}).get("model", True)),
+        "job_fields": fields,
+        "errors": errors,
+        "submitted": submitted,
+        "missing": still_needed(missing),
+        # The choices the model and method narrow (methods, quantization schemes): when they
+        # move, a check redraws those two fields.
+        "choices": choice_key(spec, draft),
+        "focus_summary": restored.submitted and bool(errors),
+        "tab_url": reverse("runtime", args=[meta["namespace"], meta["name"], "parameters"]),
+        "max_query": url_state.MAX_QUERY,
         "manifest": manifest_text,
         # On the button, not in a <script> element: htmx drops scripts from swapped content.
         "manifest_json": json.dumps(manifest, separators=(",", ":")),
@@ -141,6 +146,17 @@ def job_context(request: HttpRequest, obj: Obj, form: SchemaForm, data: Any) -> 
     }
 
 
+def still_needed(missing: list[FieldError]) -> list[str]:
+    """The labels of the inputs left empty, in the form's order."""
+    order = list(LABELS)
+    controls = [CONTROL_OF.get(e.field, "") for e in missing]
+    ranked = sorted(
+        zip(controls, missing, strict=True),
+        key=lambda c: order.index(c[0]) if c[0] in order else len(order),
+    )
+    return list(dict.fromkeys(LABELS.get(c, e.field) for c, e in ranked))
+
+
 def _forms(obj: Obj) -> tuple[Obj, Obj]:
     spec = obj.get("spec") or {}
     parameters_schema = spec.get("parameters") or {"type": "object", "properties": {}}
@@ -151,9 +167,21 @@ def _forms(obj: Obj) -> tuple[Obj, Obj]:
 def parameters_tab(request: HttpRequest, project: str, name: str) -> HttpResponse:
     obj = load(request, project, name)
     parameters_schema, defaults = _forms(obj)
-    form = schema_form.initial(parameters_schema, defaults)
+    # The form's state, from the address (`url_state`): a shared link or a reload draws the
+    # form as it was left, with its errors, even without script.
+    restored = url_state.restore(request.META.get("QUERY_STRING", ""))
+    data: Any = restored.data if restored.data is not None else QueryDict()
+    if restored.data is None:
+        form = schema_form.initial(parameters_schema, defaults)
+    else:
+        seeded = {k: v for k, v in restored.problems.items() if not k.startswith("job.")}
+        form = schema_form.submitted(parameters_schema, defaults, data, seeded)
+        drawn = {node.key for node in form.nodes()}
+        names = {f"job.{n}" for n in (*TEXT_FIELDS, *NUMBER_FIELDS, "work")}
+        if unknown := url_state.unknown_fields(data, drawn, names):
+            restored.general.append(unknown)
     context = page_context(request, obj, "parameters")
-    context.update(job_context(request, obj, form, request.GET))
+    context.update(job_context(request, obj, form, data, restored))
     return render(request, "console/runtime/parameters.html", context)
 
 
@@ -168,5 +196,6 @@ def check(request: HttpRequest, project: str, name: str) -> HttpResponse:
     context.update(job_context(request, obj, form, request.POST))
     redraw = request.GET.get("render") == "form" or request.POST.get("_shape") != form.shape
     context["redraw_oob"] = redraw and request.GET.get("render") != "form"
+    context["choices_oob"] = not redraw and request.POST.get("_choices") != context["choices"]
     partial = "workspace" if request.GET.get("render") == "form" else "check"
     return render(request, f"console/runtime/parameters.html#{partial}", context)

@@ -1,9 +1,10 @@
 """The runtime page: one URL per tab (`/p/<project>/runtimes/<name>/<tab>`).
 
-Overview, Presets, Estimates, Status and YAML are here; Parameters (the generated form) lives
-in `runtimes.console.parameters`. Every tab shares the header partial the websocket pushes when
-the runtime changes, so a phase turning Ready shows up without a reload; what the tabs and the
-push share (loading, the header's and the status panel's context) is `runtime_page`.
+Overview, Presets, Status and YAML are here; Parameters (the generated form) lives in
+`runtimes.console.parameters`, Estimates in `runtimes.console.estimates`. Every tab shares the
+header partial the websocket pushes when the runtime changes, so a phase turning Ready shows up
+without a reload; what the tabs and the push share (loading, the header's and the status
+panel's context) is `runtime_page`.
 """
 
 from __future__ import annotations
@@ -20,17 +21,16 @@ from django.views.decorators.vary import vary_on_headers
 from runtimes.apimachinery.meta import Obj
 from runtimes.catalog.accelerators import catalog
 from runtimes.catalog.compile import REQUIREMENTS
-from runtimes.catalog.estimates import SCALED_PARAMETERS, estimate
 from runtimes.catalog.matching import effective_resources, explain_gpu
 from runtimes.catalog.presets import preset_resources
 from runtimes.console.authorization import requires
 from runtimes.console.catalog import wants_partial
 from runtimes.console.compare import history_tab
-from runtimes.console.drawings import bar_chart, topology
+from runtimes.console.drawings import topology
+from runtimes.console.estimates import estimates
 from runtimes.console.jobs import compiled_against
 from runtimes.console.parameters import parameters_tab
 from runtimes.console.runtime_page import NO_SUCH_RUNTIME, READ_RUNTIME, load, page_context, status
-from runtimes.console.summaries import human_duration
 from runtimes.registry import authorization
 
 
@@ -60,6 +60,7 @@ def runtime(request: HttpRequest, project: str, name: str, tab: str) -> HttpResp
     template = f"console/runtime/{tab}.html"
     if tab == "estimates" and wants_partial(request):
         template += "#result"
+        context["oob"] = True
     return render(request, template, context)
 
 
@@ -144,78 +145,6 @@ def presets(request: HttpRequest, obj: Obj) -> dict[str, Any]:
         "presets": rows,
         "default_resources": defaults,
         "default_matches": matches_for(defaults),
-    }
-
-
-def _positive_int(raw: str | None, fallback: int | None) -> tuple[int | None, str]:
-    if raw in (None, ""):
-        return fallback, ""
-    try:
-        value = int(str(raw))
-    except ValueError:
-        return fallback, f"{raw!r} is not a whole number"
-    if value < 1:
-        return fallback, "must be at least 1"
-    return value, ""
-
-
-def estimates(request: HttpRequest, obj: Obj) -> dict[str, Any]:
-    spec = obj.get("spec") or {}
-    modes = spec.get("modes") or ["Train"]
-    default_params = (spec.get("defaults") or {}).get("parameters") or {}
-    unit = request.GET.get("work") or ("steps" if "Train" in modes else "tasks")
-    unit = unit if unit in ("steps", "tasks") else "steps"
-    problems: dict[str, str] = {}
-    amount, problems["amount"] = _positive_int(
-        request.GET.get("amount"), 1000 if unit == "steps" else 100
-    )
-    job_parameters: Obj = {}
-    scaled = []
-    for name in SCALED_PARAMETERS:
-        value, problems[name] = _positive_int(request.GET.get(name), default_params.get(name))
-        scaled.append((name, value if value is not None else "", default_params.get(name)))
-        if value is not None:
-            job_parameters[name] = value
-    presets_list = spec.get("presets") or []
-    preset_index = request.GET.get("preset", "")
-    resources = None
-    if (
-        preset_index.isdecimal()
-        and len(preset_index) <= 9
-        and int(preset_index) < len(presets_list)
-    ):
-        resources = preset_resources(spec, presets_list[int(preset_index)])
-    rows = estimate(spec, job_parameters, {unit: amount or 1}, catalog(), resources)
-    chart = bar_chart(
-        [
-            (
-                f"{r.offering.variant} · {r.offering.count} GPU",
-                r.seconds,
-                f"{human_duration(r.seconds)} · ${r.cost:,.2f}",
-            )
-            for r in rows
-        ]
-    )
-    return {
-        "unit": unit,
-        "amount": amount,
-        "scaled": scaled,
-        "problems": {k: v for k, v in problems.items() if v},
-        "rows": [
-            {"row": r, "duration": human_duration(r.seconds), "cost": f"${r.cost:,.2f}"}
-            for r in rows
-        ],
-        "chart": chart,
-        "presets_list": presets_list,
-        "preset_index": preset_index,
-        "measured": sorted(
-            (
-                (spec.get("estimate") or {}).get(
-                    "secondsPerStep" if unit == "steps" else "secondsPerTask"
-                )
-                or {}
-            ).items()
-        ),
     }
 
 

@@ -168,6 +168,7 @@ def test_it_says_why_an_environment_needs_attempt_api(alice: ApiClient) -> None:
     message = body["details"]["causes"][0]["message"]
     assert "environmentTasks" in message
     assert "AttemptAPI" in message
+    assert "Remove spec.environment" in body["fix"]  # what to do, beside what is wrong
 
 
 def test_it_takes_an_environment_when_the_runtime_attempts_the_api(

@@ -80,7 +80,7 @@ def test_it_validates_parameters_at_the_field_and_shows_the_manifest(session_for
     field = page.get_by_label("Learning rate")
     field.fill("5")
     error = page.locator("#err-sf-p_2e_learningRate")
-    expect(error).to_have_text(re.compile("must be less than or equal to 1"))
+    expect(error).to_have_text(re.compile("Must be 1 or less"))
     s.shot("parameters-error")
     field.fill("0.0001")
     expect(error).to_have_text("")

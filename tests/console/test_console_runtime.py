@@ -90,7 +90,8 @@ def test_it_recomputes_estimates_from_the_query(catalog_data: Any) -> None:
 
     def costs(html: str) -> list[float]:
         return [
-            float(c.replace(",", "")) for c in re.findall(r'<td class="num">\$([\d,.]+)</td>', html)
+            float(c.replace(",", ""))
+            for c in re.findall(r'<td class="num cost">\$([\d,.]+)</td>', html)
         ]
 
     assert costs(body)
@@ -100,7 +101,7 @@ def test_it_recomputes_estimates_from_the_query(catalog_data: Any) -> None:
 
 def test_it_reports_a_bad_estimate_input(catalog_data: Any) -> None:
     body = client_for(catalog_data["bob"]).get(f"{SFT}/estimates?amount=lots").content.decode()
-    assert "&#x27;lots&#x27; is not a whole number" in body
+    assert "Enter a whole number of 1 or more (&#x27;lots&#x27; is not one)" in body
 
 
 def parameters_form(client: Any) -> str:
@@ -125,7 +126,7 @@ def test_it_rejects_a_bad_parameter_at_its_field(catalog_data: Any) -> None:
     body = client.post(f"{SFT}/parameters/check", data).content.decode()
     assert (
         '<p class="field-error" id="err-sf-p_2e_learningRate" hx-swap-oob="true" role="alert">'
-        "Invalid value: 5: must be less than or equal to 1</p>"
+        "Must be 1 or less</p>"
     ) in body
 
 

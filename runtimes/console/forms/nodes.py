@@ -67,11 +67,18 @@ class Node:
     last: bool = False
     extra_text: str | None = None
     errors: list[str] = field(default_factory=list)
+    focus: bool = False  # the first field of an item just added: it takes the focus
 
     @property
     def id(self) -> str:
         """An HTML id per key: stable across re-renders, so htmx keeps focus on it."""
         return "sf-" + re.sub(r"[^A-Za-z0-9_-]", lambda m: f"_{ord(m.group()):x}_", self.key)
+
+    @property
+    def described_by(self) -> str:
+        """The ids of the help line (when drawn) and of the error line (always drawn)."""
+        helps = self.description or self.constraints or self.examples or self.default
+        return f"{self.id}-help err-{self.id}" if helps else f"err-{self.id}"
 
     @property
     def item_count(self) -> int:
@@ -311,6 +318,16 @@ def walk(node: Node) -> Iterator[Node]:
     yield node
     for child in node.children:
         yield from walk(child)
+
+
+def mark_focus(item: Node) -> None:
+    """Marks the first control drawn for `item` (just added) to take the focus: a field, a
+    union's variant picker or an optional object's switch; else the item's own group."""
+    for node in walk(item):
+        if node.kind not in ("object", "array") or node.toggle:
+            node.focus = True
+            return
+    item.focus = True
 
 
 def attach(tree: Node, problems: dict[str, list[str]]) -> list[str]:

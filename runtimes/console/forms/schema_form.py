@@ -14,7 +14,8 @@ from typing import Any
 from runtimes.catalog.compile import deep_merge
 from runtimes.catalog.parameters import parameter_errors
 from runtimes.console.forms import edits, keys, values
-from runtimes.console.forms.nodes import Node, attach, build, walk
+from runtimes.console.forms.messages import plain
+from runtimes.console.forms.nodes import Node, attach, build, mark_focus, walk
 from runtimes.console.forms.values import MISSING, FormData
 
 Schema = dict[str, Any]
@@ -54,18 +55,29 @@ def initial(schema: Schema, defaults: dict[str, Any] | None) -> SchemaForm:
     return _finish(schema, value, value, {}, validate=False)
 
 
-def submitted(schema: Schema, defaults: dict[str, Any] | None, data: FormData) -> SchemaForm:
-    problems: dict[str, list[str]] = {}
+def submitted(
+    schema: Schema,
+    defaults: dict[str, Any] | None,
+    data: FormData,
+    problems: dict[str, list[str]] | None = None,
+) -> SchemaForm:
+    """The form a submission (or a link, with the problems found reading it) describes."""
+    problems = {k: list(v) for k, v in (problems or {}).items()}
     picks: dict[str, int] = {}
     value = values.read(schema, schema, data, keys.ROOT, problems, picks=picks)
     value = value if isinstance(value, dict) else {}
     op = str(data.get("_op") or "")
-    if ":" in op:
-        verb, target = op.split(":", 1)
-        if verb in ("add", "remove", "up", "down") and target.startswith(keys.ROOT):
-            value = edits.edit_array(value, target, verb)
-            value = edits.fill_new_items(schema, schema, value)
-    return _finish(schema, value, baseline(schema, defaults), problems, True, picks)
+    verb, _, target = op.partition(":")
+    if verb in ("add", "remove", "up", "down") and target.startswith(keys.ROOT):
+        value = edits.edit_array(value, target, verb)
+        value = edits.fill_new_items(schema, schema, value)
+    form = _finish(schema, value, baseline(schema, defaults), problems, True, picks)
+    if verb == "add":
+        # Focus follows the user to the item they asked for.
+        array = next((n for n in form.nodes() if n.key == target and n.kind == "array"), None)
+        if array is not None and array.children:
+            mark_focus(array.children[-1])
+    return form
 
 
 def _finish(
@@ -80,7 +92,8 @@ def _finish(
         try:
             for error in parameter_errors(schema, value, "parameters"):
                 key = keys.key_for_field(error.field)
-                problems.setdefault(key, []).append(error.message)
+                message = plain(error) + (f" ({error.fix})" if error.fix else "")
+                problems.setdefault(key, []).append(message)
         except Exception as exc:
             problems.setdefault(keys.ROOT, []).append(f"the schema could not be applied: {exc}")
     tree = build(schema, schema, value, picks=picks)

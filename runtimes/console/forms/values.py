@@ -113,7 +113,7 @@ def _scalar(kind: str, raw: str, key: str, problems: dict[str, list[str]]) -> An
                 number = None
             if number is not None and number.is_integer():
                 return int(number)
-            problems.setdefault(key, []).append(f"{raw!r} is not a whole number")
+            problems.setdefault(key, []).append(f"Enter a whole number ({raw!r} is not one)")
             return MISSING
     if kind == "number":
         try:
@@ -122,7 +122,7 @@ def _scalar(kind: str, raw: str, key: str, problems: dict[str, list[str]]) -> An
             try:
                 return float(raw)
             except ValueError:
-                problems.setdefault(key, []).append(f"{raw!r} is not a number")
+                problems.setdefault(key, []).append(f"Enter a number ({raw!r} is not one)")
                 return MISSING
     return raw
 
@@ -194,7 +194,7 @@ def _read_json(data: FormData, key: str, problems: dict[str, list[str]]) -> Any:
         problems.setdefault(key, []).append(exc.message)
         return MISSING
     except ValueError as exc:  # jsoncodec.JSONError, or text that is not Unicode
-        problems.setdefault(key, []).append(f"not valid JSON: {exc}")
+        problems.setdefault(key, []).append(f"This is not valid JSON: {exc}")
         return MISSING
 
 
@@ -240,7 +240,7 @@ def _read_array(
     if length is None:
         return MISSING
     if length > MAX_ITEMS:
-        problems.setdefault(key, []).append(f"a form takes at most {MAX_ITEMS} items")
+        problems.setdefault(key, []).append(f"A form takes at most {MAX_ITEMS} items")
         return MISSING
     value = []
     for index in range(length):
