@@ -32,10 +32,11 @@ NOT_PAGES = {
     "runtime-yaml": "a YAML download",
     "runtime-parameters-check": "POST only: the Parameters tab's htmx check",
     "publish-check": "POST only: the publish editor's htmx dry run",
-    "token-revoke": "POST only: redirects to the tokens page",
     "kubeconfig": "POST only: a kubeconfig download",
 }
 JOB = "fits-a-phone"
+# Pages reached by a link on another page (their URL holds an id): "follow:PAGE|SELECTOR".
+FOLLOW = "follow:"
 
 # The widest element that reaches past the viewport's right edge and is not inside a box that
 # scrolls or clips it (such a box keeps it off the page's own scroll width).
@@ -117,6 +118,8 @@ def pages(server: LiveServer, role: str | None) -> dict[str, list[str]]:
     runtimes = seeded if role == "root" else ["sft-qwen3"]
     found = {
         "catalog": ["/", "/?task=SFT"],
+        "compare": ["/compare?a=nodus/sft-qwen3&b=nodus/dpo-trl", "/compare?a=nodus/sft-qwen3"],
+        "token-revoke": [f"{FOLLOW}/account/tokens|a[href$='/revoke']"],
         "runtime-default": [f"/p/nodus/runtimes/{runtimes[0]}"],
         "runtime": [f"/p/nodus/runtimes/{n}/{tab}" for n in runtimes for tab, _ in TABS],
         "jobs": ["/p/demo/jobs"],
@@ -127,6 +130,7 @@ def pages(server: LiveServer, role: str | None) -> dict[str, list[str]]:
     if role in {"root", "alice"}:
         found["publish-new"] = ["/publish"]
         found["members"] = ["/projects/demo/members"]
+        found["member-remove"] = [f"{FOLLOW}/projects/demo/members|a[href$='/remove']"]
     if role == "root":
         found["publish-edit"] = [f"/p/nodus/runtimes/{runtimes[0]}/edit"]
         found["publish-delete"] = [f"/p/nodus/runtimes/{runtimes[0]}/delete"]
@@ -172,6 +176,11 @@ def test_no_page_scrolls_sideways_on_a_phone(
         problems = []
         for route, paths in sorted(pages(daphne_server, role).items()):
             for path in paths:
+                if path.startswith(FOLLOW):
+                    source, selector = path[len(FOLLOW) :].split("|")
+                    link = session.go(source).locator(selector).first.get_attribute("href")
+                    assert link, f"no {selector} on {source} as {role}"
+                    path = link
                 page = session.go(path)
                 assert not (role and page.url.startswith(f"{daphne_server.url}/login")), path
                 for width in WIDTHS:
