@@ -15,6 +15,7 @@ the file (or setting a new token) lets it start again.
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
 from django.conf import settings
@@ -50,18 +51,24 @@ def _write_private(path: Path, text: str) -> None:
     partial.replace(path)
 
 
+_TOKEN_LOCK = threading.Lock()
+
+
 def controller_token() -> str:
     """The controller's token: configured, kept in the data dir, or made (with the account)."""
     configured = getattr(settings, "NODUS_CONTROLLER_TOKEN", "")
     if configured:
         return str(configured)
-    path = token_path()
-    kept = path.read_text().strip() if path.exists() else ""
-    if kept and ApiToken.objects.filter(digest=digest(kept)).exists():
-        return kept
-    _row, token = create_token(ensure_account(), "controller")
-    _write_private(path, token)
-    return token
+    # The controller's threads (its reconcilers, its garbage collector) may ask at once: one
+    # makes the token, the others read it, so the account never holds two.
+    with _TOKEN_LOCK:
+        path = token_path()
+        kept = path.read_text().strip() if path.exists() else ""
+        if kept and ApiToken.objects.filter(digest=digest(kept)).exists():
+            return kept
+        _row, token = create_token(ensure_account(), "controller")
+        _write_private(path, token)
+        return token
 
 
 class ServiceAccount:

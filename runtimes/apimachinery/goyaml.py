@@ -143,9 +143,15 @@ def parse_float(text: str) -> float | None:
     return value if abs(value) <= _FLOAT_MAX else None
 
 
+# Half an ulp past the largest finite float32: from here on Go's float32(value) is infinite.
+_FLOAT32_MAX = 3.4028235677973366e38
+
+
 def format_g(value: float, bits: int = 64) -> str:
     """Go's ``strconv.FormatFloat(value, 'g', -1, bits)`` (and ``%v``): the shortest digits that
     read back as the same float, in exponent form below 1e-4 and from 1e6 on."""
+    if bits == 32 and abs(value) >= _FLOAT32_MAX:
+        value = math.copysign(math.inf, value)  # Go's float32(value) of a larger number
     if math.isnan(value):
         return "NaN"
     if math.isinf(value):

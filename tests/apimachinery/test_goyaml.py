@@ -103,6 +103,9 @@ def test_nan_is_a_float() -> None:
         (-2.5e-7, 64, "-2.5e-07"),
         (0.1, 32, "0.1"),
         (16777217.0, 32, "1.6777216e+07"),  # float32 has no 16777217
+        (3.4028234663852886e38, 32, "3.4028235e+38"),  # the largest float32
+        (1e100, 32, "+Inf"),  # past float32's range: Go's float32(1e100) is +Inf
+        (-1e39, 32, "-Inf"),
     ],
 )
 def test_floats_format_as_go_g_shortest(value: float, bits: int, text: str) -> None:

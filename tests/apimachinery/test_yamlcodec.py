@@ -231,3 +231,9 @@ def test_body_all_takes_several_documents_within_one_budget() -> None:
     assert yamlcodec.load_body_all("---\na: 1\n---\nb: 2\n") == [{"a": 1}, {"b": 2}]
     with pytest.raises(bounds.BoundExceeded):
         yamlcodec.load_body_all("---\na: &x 1\n---\nb: 2\n")
+
+
+def test_a_key_past_float32s_range_is_named_as_go_names_it_not_a_crash() -> None:
+    # A fuzzed body once answered 500 here: sigs.k8s.io/yaml writes a float key through float32.
+    body, _repeated = yamlcodec.load_body("a:\n  1e100: x\n  -1e39: z\n")
+    assert body == {"a": {"+Inf": "x", "-Inf": "z"}}

@@ -133,7 +133,9 @@ def test_it_keeps_a_script_in_a_schema_description_inert(session_for: Any) -> No
     response = s.server.client("alice").post(f"{GV}/namespaces/demo/trainingruntimes", json=evil)
     assert response.status_code == 201, response.text
     page = s.go("/p/demo/runtimes/xss-runtime/parameters")
-    expect(page.locator(".help").first).to_contain_text("<script>window.__xss=1</script>")
+    expect(page.locator(".help", has_text="__xss=1").first).to_contain_text(
+        "<script>window.__xss=1</script>"
+    )
     s.go("/?project=demo")
     expect(s.page.locator("#tr-demo-xss-runtime")).to_contain_text("<script>")
     assert s.page.evaluate("window.__xss") is None
