@@ -19,9 +19,12 @@ TEST_LOCK := requirements/test.txt
 # nothing.
 RUN_STAMP := $(VENV)/.installed-run-$(shell sha256sum $(RUN_LOCK) 2>/dev/null | cut -c1-12)
 TEST_STAMP := $(VENV)/.installed-test-$(shell sha256sum $(TEST_LOCK) 2>/dev/null | cut -c1-12)
-# JavaScript from npm (package.json, locked with integrity hashes in package-lock.json): what the
-# browser tests inject (axe-core). `npm ci` installs exactly the lock, without install scripts.
+# JavaScript from npm (package.json, locked with integrity hashes in package-lock.json): the
+# console's code editor (CodeMirror, bundled from frontend/ by esbuild into build/, which is not
+# committed) and what the browser tests inject (axe-core). `npm ci` installs exactly the lock,
+# without install scripts.
 NODE_STAMP := node_modules/.installed-$(shell sha256sum package-lock.json 2>/dev/null | cut -c1-12)
+EDITOR_BUNDLE := build/static/console/editor.js
 # Two cores on these machines; xdist's `auto` would count hyperthreads elsewhere.
 PYTEST_WORKERS ?= 2
 PYTEST_ARGS ?=
@@ -36,7 +39,7 @@ PIP_CHECK := out=$$($(PY) -m pip check 2>&1) || { echo "$$out" >&2; \
 	exit 1; }
 
 .PHONY: help run test lint typecheck pytest pytest-main pytest-browser bench deps test-deps venv-check \
-	system-test-deps lock clean
+	system-test-deps lock clean editor
 
 help:
 	@echo "make run    serve the console, API and controller at http://127.0.0.1:8000/"
@@ -44,12 +47,20 @@ help:
 	@echo "make bench  request latency over HTTP against a live daphne, beside baselines"
 	@echo "make lock   re-lock the dependencies after editing pyproject.toml (UPGRADE=pkg upgrades one)"
 
-run: $(RUN_STAMP)
+run: $(RUN_STAMP) editor
 	$(PY) manage.py serve
+
+# The code editor is built where npm is; elsewhere the manifest is a plain text area.
+editor:
+	@if command -v npm >/dev/null; then $(MAKE) --no-print-directory $(EDITOR_BUNDLE); \
+	else echo "note: npm is missing: the publish editor is a plain text area (apt-get install npm)"; fi
+
+$(EDITOR_BUNDLE): frontend/editor.js package.json $(NODE_STAMP)
+	npm run --silent build
 
 # Every step runs even when an earlier one fails, so one CI run shows every problem; the
 # target fails at the end if any step did.
-test: $(TEST_STAMP) system-test-deps $(NODE_STAMP)
+test: $(TEST_STAMP) system-test-deps $(NODE_STAMP) $(EDITOR_BUNDLE)
 	@failed=""; \
 	for step in lint typecheck pytest-main pytest-browser; do \
 		echo "== $$step"; started=$$(date +%s); \
@@ -84,12 +95,12 @@ $(TEST_STAMP): $(TEST_LOCK) $(RUN_STAMP)
 	@$(PIP_CHECK)
 	@rm -f $(VENV)/.installed-test-*; touch $@
 
-$(NODE_STAMP): package-lock.json | system-test-deps
+$(NODE_STAMP): package-lock.json
 	npm ci --no-audit --no-fund --ignore-scripts --loglevel=error
 	@rm -f node_modules/.installed-*; touch $@
 
 deps: $(RUN_STAMP)
-test-deps: $(TEST_STAMP) system-test-deps $(NODE_STAMP)
+test-deps: $(TEST_STAMP) system-test-deps $(NODE_STAMP) $(EDITOR_BUNDLE)
 
 # Re-locks from pyproject.toml with uv (pinned here, kept in .venv, apart from the project's
 # packages), for Python 3.12 on x86_64 Linux. Existing pins are kept unless pyproject.toml
@@ -150,7 +161,7 @@ pytest: pytest-main pytest-browser
 pytest-main: $(TEST_STAMP)
 	$(PY) -m pytest -m "not browser" -n $(PYTEST_WORKERS) --durations=15 $(PYTEST_ARGS)
 
-pytest-browser: $(TEST_STAMP) system-test-deps $(NODE_STAMP)
+pytest-browser: $(TEST_STAMP) system-test-deps $(NODE_STAMP) $(EDITOR_BUNDLE)
 	@rc=0; $(PY) -m pytest -m browser -p no:xdist $(PYTEST_ARGS) || rc=$$?; \
 	if [[ $$rc -eq 5 ]] && ! grep -rqs "mark.browser" tests/; then \
 		echo "no browser tests yet"; rc=0; \

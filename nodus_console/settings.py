@@ -189,7 +189,11 @@ USE_I18N = False
 USE_TZ = True
 
 STATIC_URL = "/static/"
-STATICFILES_DIRS = [BASE_DIR / "static"]
+# Our files, and what `npm run build` bundles from npm packages (frontend/ -> build/static/).
+STATICFILES_DIRS = [
+    BASE_DIR / "static",
+    *[p for p in [BASE_DIR / "build" / "static"] if p.is_dir()],
+]
 # `manage.py serve` collects into it (nodus_console.staticfiles.collect): hashed names, gzip
 # copies, a year's immutable caching. NODUS_STATIC_ROOT lets servers share one collect (tests).
 STATIC_ROOT = Path(os.environ.get("NODUS_STATIC_ROOT", DATA_DIR / "static")).resolve()

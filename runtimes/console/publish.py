@@ -9,10 +9,12 @@ Only editors of a project see these pages; project `nodus` only platform admins.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
 from django.contrib import messages
+from django.contrib.staticfiles import finders
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
@@ -25,7 +27,11 @@ from runtimes.console.authorization import requires
 from runtimes.console.runtime_page import NO_SUCH_RUNTIME, load
 from runtimes.registry import authorization, fieldmanager, owner_admission
 from runtimes.registry.kinds import TRAINING_RUNTIMES
+from runtimes.registry.openapi_schemas import component, component_schemas, ref
 from runtimes.storage import store
+
+# The code editor, built from frontend/editor.js by `npm run build` (not committed).
+EDITOR_BUNDLE = "console/editor.js"
 
 
 @dataclass(frozen=True)
@@ -57,7 +63,26 @@ def forbidden(request: HttpRequest, project: str, name: str) -> HttpResponse:
 
 
 def editor_context(request: HttpRequest, **extra: Any) -> dict[str, Any]:
-    return {"projects": access.writable_projects(request.user), **extra}
+    return {
+        "projects": access.writable_projects(request.user),
+        "editor_schema": editor_schema(),
+        "editor_bundle": editor_bundle(),
+        **extra,
+    }
+
+
+@functools.cache
+def editor_schema() -> dict[str, Any]:
+    """What the code editor completes and explains from: the TrainingRuntime's OpenAPI schema
+    (the same components /openapi/v3 publishes) and where its root is."""
+    components = component_schemas([TRAINING_RUNTIMES])
+    return {"root": ref(component(TRAINING_RUNTIMES)), "components": components}
+
+
+def editor_bundle() -> bool:
+    """Whether the code editor was built (`npm run build`); without it the manifest is a plain
+    text area."""
+    return finders.find(EDITOR_BUNDLE) is not None
 
 
 def _verdict_from_error(exc: errors.ApiError, text: str) -> Verdict:

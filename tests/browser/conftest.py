@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 from tests.support.liveserver import LiveServer
 
@@ -100,3 +100,17 @@ def session_for(
     for context, _ in opened:
         context.close()
     assert problems == [], f"browser console errors: {problems}"
+
+
+def fill_manifest(page: Page, text: str) -> None:
+    """Sets the publish editor's text from a script, as another tool would: the text area's
+    value and an "input" event, which the code editor follows (tests/browser/test_editor_browser
+    types into the code editor itself)."""
+    manifest = page.locator("#publish-manifest")
+    manifest.evaluate(
+        "(area, text) => { area.value = text; area.dispatchEvent(new Event('input', {bubbles: true})); }",
+        text,
+    )
+    code = page.locator("#publish-manifest-editor .cm-content")
+    if code.count():
+        expect(code).to_contain_text(text.splitlines()[-1].strip())

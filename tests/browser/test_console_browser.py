@@ -9,6 +9,8 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
+from tests.browser.conftest import fill_manifest
+
 pytestmark = pytest.mark.browser
 
 GV = "/apis/nodus.dev/v1beta1"
@@ -95,10 +97,10 @@ def test_it_publishes_after_fixing_a_validation_error(session_for: Any) -> None:
     page = s.go("/publish")
     editor = page.locator("#publish-manifest")
     text = editor.input_value().replace("my-runtime", "browser-published")
-    editor.fill(text.replace("task: SFT", "task: Juggling"))
+    fill_manifest(page, text.replace("task: SFT", "task: Juggling"))
     expect(page.locator("#publish-causes")).to_contain_text("spec.task")
     s.shot("publish-error")
-    editor.fill(text)
+    fill_manifest(page, text)
     expect(page.locator("#publish-verdict")).to_contain_text("Valid")
     page.click("#publish-save")
     page.wait_for_url(re.compile(r"/p/demo/runtimes/browser-published/status$"))

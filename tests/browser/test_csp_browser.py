@@ -14,6 +14,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from runtimes.console.runtime_page import TABS
+from tests.browser.conftest import fill_manifest
 from tests.support.liveserver import LiveServer
 
 pytestmark = pytest.mark.browser
@@ -104,7 +105,7 @@ def test_it_uses_every_console_page_without_a_policy_violation(
 
     page = v.go("/publish")
     editor = page.locator("#publish-manifest")
-    editor.fill(editor.input_value().replace("task: SFT", "task: Juggling"))
+    fill_manifest(page, editor.input_value().replace("task: SFT", "task: Juggling"))
     expect(page.locator("#publish-causes")).to_contain_text("spec.task")
 
     for path in ("/account/tokens", "/projects", "/projects/demo/members", "/docs/api"):

@@ -9,6 +9,8 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests.browser.conftest import fill_manifest
+
 pytestmark = pytest.mark.browser
 
 GV = "/apis/nodus.dev/v1beta1"
@@ -37,7 +39,7 @@ def team(s: Any, name: str) -> str:
 def set_team_in_the_other_browser(other: Any, name: str, value: str) -> None:
     page = other.go(f"/p/demo/runtimes/{name}/edit")
     editor = page.locator("#publish-manifest")
-    editor.fill(editor.input_value().replace("team: bars", f"team: {value}"))
+    fill_manifest(page, editor.input_value().replace("team: bars", f"team: {value}"))
     page.click("#publish-save")
     expect(page.locator("#review-changes")).to_contain_text("metadata.labels.team")
     expect(page.locator("#review-changes")).to_contain_text(value)
@@ -61,7 +63,7 @@ def test_a_comment_only_edit_from_a_stale_tab_keeps_the_other_persons_change(
     set_team_in_the_other_browser(session_for("root"), name, "changed-meanwhile")
 
     editor = page.locator("#publish-manifest")
-    editor.fill("# checked by alice\n" + editor.input_value())  # still says team: bars
+    fill_manifest(page, "# checked by alice\n" + editor.input_value())  # still says team: bars
     page.click("#publish-save")
     expect(page.locator("#conflict-summary")).to_be_visible()
     expect(page.locator("#conflict-others")).to_contain_text("changed-meanwhile")
@@ -80,7 +82,7 @@ def test_a_same_field_conflict_is_settled_by_the_users_choice(session_for: Any) 
     set_team_in_the_other_browser(session_for("root"), name, "changed-meanwhile")
 
     editor = page.locator("#publish-manifest")
-    editor.fill(editor.input_value().replace("team: bars", "team: foxes"))
+    fill_manifest(page, editor.input_value().replace("team: bars", "team: foxes"))
     page.click("#publish-save")
     choice = page.locator('fieldset.field-conflict[data-path="metadata.labels.team"]')
     expect(choice.locator("legend")).to_have_text("metadata.labels.team")
