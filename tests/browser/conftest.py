@@ -108,7 +108,8 @@ def fill_manifest(page: Page, text: str) -> None:
     types into the code editor itself)."""
     manifest = page.locator("#publish-manifest")
     manifest.evaluate(
-        "(area, text) => { area.value = text; area.dispatchEvent(new Event('input', {bubbles: true})); }",
+        "(area, text) => { area.value = text;"
+        " area.dispatchEvent(new Event('input', {bubbles: true})); }",
         text,
     )
     code = page.locator("#publish-manifest-editor .cm-content")

@@ -10,24 +10,11 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser.conftest import fill_manifest
+from tests.support.watch_live import manifest
 
 pytestmark = pytest.mark.browser
 
 GV = "/apis/nodus.dev/v1beta1"
-
-
-def manifest(name: str, **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "nodus.dev/v1beta1",
-        "kind": "TrainingRuntime",
-        "metadata": {"name": name},
-        "spec": {
-            "image": "registry.nodus.dev/trainers/sft:1.0@sha256:" + "ab" * 32,
-            "task": "SFT",
-            "command": ["python", "-m", "trainer"],
-            **spec,
-        },
-    }
 
 
 def test_it_filters_and_reproduces_the_view_from_a_deep_link(session_for: Any) -> None:

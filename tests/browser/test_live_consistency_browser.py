@@ -12,23 +12,12 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, WebSocketRoute, expect
 
+from tests.support.watch_live import manifest
+
 pytestmark = pytest.mark.browser
 
 GV = "/apis/nodus.dev/v1beta1"
 RUNTIMES = f"{GV}/namespaces/demo/trainingruntimes"
-
-
-def manifest(name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "nodus.dev/v1beta1",
-        "kind": "TrainingRuntime",
-        "metadata": {"name": name},
-        "spec": {
-            "image": "registry.nodus.dev/trainers/sft:1.0@sha256:" + "ab" * 32,
-            "task": "SFT",
-            "command": ["python", "-m", "trainer"],
-        },
-    }
 
 
 def counts(page: Page) -> tuple[int, int]:
