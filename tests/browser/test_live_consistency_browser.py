@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, WebSocketRoute, expect
 
+from runtimes.console.runtime_page import TABS
 from tests.support.watch_live import manifest
 
 pytestmark = pytest.mark.browser
@@ -112,7 +113,7 @@ def test_a_deleted_runtimes_page_says_so_and_turns_its_actions_off(session_for: 
     expect(page.locator("#runtime-header").get_by_role("link", name="Edit")).to_have_count(0)
     expect(page.locator("#runtime-header").get_by_role("link", name="Delete")).to_have_count(0)
     expect(page.locator("#runtime-tabs a")).to_have_count(0)
-    expect(page.locator("#runtime-tabs [aria-disabled=true]")).to_have_count(6)
+    expect(page.locator("#runtime-tabs [aria-disabled=true]")).to_have_count(len(TABS))
     expect(page.locator("#create-job")).to_be_disabled()
     controls = "#param-form :is(input, select, textarea, button):not([data-copy])"
     expect(page.locator(f"{controls}:enabled")).to_have_count(0)
