@@ -212,6 +212,9 @@ function mount(textarea) {
       "aria-label": label ? label.textContent : "Manifest",
       "aria-describedby": textarea.getAttribute("aria-describedby") || "",
       spellcheck: "false",
+      // Already in the tab order (contenteditable); said outright so checkers see the
+      // scrolling box holds something keyboard users reach.
+      tabindex: "0",
     }),
     EditorView.updateListener.of((update) => {
       if (!update.docChanged) return;
