@@ -1,6 +1,6 @@
 """Accessibility: axe-core (from npm, `make test-deps`) finds no serious or critical problem on
-any console page, signed in as each role (platform admin, project admin, viewer, outsider) and
-signed out, in the light and the dark theme."""
+any console page, signed in as each role (platform admin, project admin, editor, viewer,
+outsider) and signed out, in the light and the dark theme."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 
 from runtimes.console.runtime_page import TABS
+from tests.support.liveserver import LiveServer
+from tests.support.manage import add_member
 
 pytestmark = pytest.mark.browser
 
@@ -30,7 +32,9 @@ PAGES = (
     "/docs/errors/Invalid",
 )
 # What a role is refused (its 403 or 404 page is not what this checks).
+EDITOR = "edna"  # an editor of demo, made by the `editor` fixture
 REFUSED = {
+    EDITOR: {"/projects/demo/members"},
     "bob": {"/publish", "/projects/demo/members"},
     "charlie": {"/publish", "/projects/demo/members", "/p/demo/jobs"},
 }
@@ -58,10 +62,16 @@ def axe_installed() -> None:
         pytest.fail(f"{AXE} is missing: run `make test-deps` (npm ci)")
 
 
-@pytest.mark.parametrize("who", ["root", "alice", "bob", "charlie"])
+@pytest.fixture(scope="module")
+def editor(daphne_server: LiveServer) -> str:
+    add_member(daphne_server, EDITOR, "editor")
+    return EDITOR
+
+
+@pytest.mark.parametrize("who", ["root", "alice", EDITOR, "bob", "charlie"])
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 def test_no_page_has_a_serious_or_critical_axe_finding(
-    session_for: Any, who: str, scheme: str
+    session_for: Any, editor: str, who: str, scheme: str
 ) -> None:
     s = session_for(who, color_scheme=scheme)
     problems = {}
