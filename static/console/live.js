@@ -236,6 +236,18 @@ document.addEventListener("click", function (event) {
       });
       result.appendChild(list);
     }
+    // What to do about it, and the id to quote to the platform team.
+    if (answer.body.fix) {
+      var fix = document.createElement("p");
+      fix.textContent = answer.body.fix;
+      result.appendChild(fix);
+    }
+    if (answer.body.requestId) {
+      var id = document.createElement("p");
+      id.className = "muted";
+      id.textContent = "Request id: " + answer.body.requestId;
+      result.appendChild(id);
+    }
   }).catch(function () {
     var result = document.getElementById("create-job-result");
     if (!result) return;

@@ -45,3 +45,26 @@ def test_a_job_created_from_the_parameters_tab_appears_live_on_the_jobs_page(
     jobs.shot("jobs-live")
     result.locator("a", has_text="open it").click()
     expect(page.locator("h1")).to_contain_text(name)
+
+
+def test_a_refused_job_says_why_what_to_do_and_the_request_id(session_for: Any) -> None:
+    s = session_for("alice")
+    page = s.go("/p/nodus/runtimes/sft-qwen3/parameters")
+    page.select_option("#job-model", "Qwen/Qwen3-0.6B")
+    page.select_option("#job-method", "LoRA")
+    page.fill("#job-data", "hf://datasets/nodus/alpaca")
+    page.fill("#job-amount", "300")
+    expect(page.locator("#param-verdict")).to_have_text(
+        re.compile("Valid: this job compiles"), timeout=10_000
+    )
+    # The job the page sends is changed on its way into one the API refuses (no runtime): the
+    # API's own answer comes back.
+    refused = b'{"apiVersion": "nodus.dev/v1beta1", "kind": "TrainingJob", "spec": {}}'
+    page.route("**/trainingjobs", lambda route: route.continue_(post_data=refused))
+    page.click("#create-job")
+    result = page.locator("#create-job-result")
+    expect(result).to_contain_text("Request id: ", timeout=10_000)
+    assert re.search(r"Request id: [0-9a-f]{32}", result.inner_text())
+    expect(result).to_have_class(re.compile(r"\bbad\b"))
+    # The refusal this test caused on purpose is not a console error to report.
+    s.errors[:] = [e for e in s.errors if "422" not in e]
