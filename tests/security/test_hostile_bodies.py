@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -331,21 +331,16 @@ def test_the_redos_pattern_answers_compile_and_the_parameters_check_at_once(
     def check_once() -> httpx.Response:
         return console.post(check, data={"p.name": ATTACK})
 
+    # On a backtracking engine this pattern would run for hours: the clients' timeouts make that
+    # a failure here; how fast RE2 answers is measured by `benchmarks/run.py abuse`.
     with livez_stays_up(daphne_server.url):
-        compiled = _fastest(compile_once)
-        checked = _fastest(check_once)
+        compiled = compile_once()
+        checked = check_once()
     assert compiled.status_code == 422
     fields = [cause["field"] for cause in _status(compiled)["details"]["causes"]]
     assert "parameters.name" in fields
     assert checked.status_code == 200
     assert "Must match the pattern" in checked.text
-    for response in (compiled, checked):
-        assert response.elapsed.total_seconds() < 0.05, response.elapsed
-
-
-def _fastest(send: Callable[[], httpx.Response], tries: int = 5) -> httpx.Response:
-    # The best of a few: the bound is on the work, not on a loaded test machine's scheduling.
-    return min((send() for _ in range(tries)), key=lambda r: r.elapsed)
 
 
 def _console(server: LiveServer, who: str) -> httpx.Client:
