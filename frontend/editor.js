@@ -9,7 +9,8 @@
 import { EditorView, keymap, lineNumbers, highlightActiveLine, hoverTooltip } from "@codemirror/view";
 import { EditorState } from "@codemirror/state";
 import { defaultKeymap, history, historyKeymap, indentWithTab } from "@codemirror/commands";
-import { syntaxHighlighting, defaultHighlightStyle, indentUnit } from "@codemirror/language";
+import { syntaxHighlighting, HighlightStyle, indentUnit } from "@codemirror/language";
+import { tags } from "@lezer/highlight";
 import { yaml } from "@codemirror/lang-yaml";
 import { autocompletion, completionKeymap } from "@codemirror/autocomplete";
 import { lintGutter, setDiagnostics } from "@codemirror/lint";
@@ -191,6 +192,15 @@ const THEME = EditorView.theme({
   ".cm-schema-doc p": { margin: "0.25rem 0 0" },
 });
 
+// Colours from the console's palette, which meets contrast in the light and the dark theme.
+const HIGHLIGHT = HighlightStyle.define([
+  { tag: [tags.propertyName, tags.definition(tags.propertyName)], color: "var(--accent)" },
+  { tag: [tags.string, tags.special(tags.string), tags.content], color: "var(--ok)" },
+  { tag: [tags.number, tags.bool, tags.null, tags.atom, tags.keyword], color: "var(--warn)" },
+  { tag: [tags.comment, tags.lineComment], color: "var(--muted)", fontStyle: "italic" },
+  { tag: [tags.meta, tags.punctuation, tags.separator, tags.operator], color: "var(--fg)" },
+]);
+
 function mount(textarea) {
   if (textarea.dataset.codeEditorMounted) return;
   textarea.dataset.codeEditorMounted = "1";
@@ -202,7 +212,7 @@ function mount(textarea) {
     lineNumbers(),
     history(),
     highlightActiveLine(),
-    syntaxHighlighting(defaultHighlightStyle),
+    syntaxHighlighting(HIGHLIGHT),
     indentUnit.of("  "),
     EditorState.tabSize.of(2),
     yaml(),
