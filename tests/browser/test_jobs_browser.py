@@ -12,6 +12,19 @@ from playwright.sync_api import expect
 pytestmark = pytest.mark.browser
 
 
+def a_valid_job(s: Any) -> Any:
+    """sft-qwen3's Parameters tab filled in with a job that compiles; returns the page."""
+    page = s.go("/p/nodus/runtimes/sft-qwen3/parameters")
+    page.select_option("#job-model", "Qwen/Qwen3-0.6B")
+    page.select_option("#job-method", "LoRA")
+    page.fill("#job-data", "hf://datasets/nodus/alpaca")
+    page.fill("#job-amount", "300")
+    expect(page.locator("#param-verdict")).to_have_text(
+        re.compile("Valid: this job compiles"), timeout=10_000
+    )
+    return page
+
+
 def test_a_job_created_from_the_parameters_tab_appears_live_on_the_jobs_page(
     session_for: Any,
 ) -> None:
@@ -22,14 +35,7 @@ def test_a_job_created_from_the_parameters_tab_appears_live_on_the_jobs_page(
     before = rows.count()
 
     s = session_for("alice")
-    page = s.go("/p/nodus/runtimes/sft-qwen3/parameters")
-    page.select_option("#job-model", "Qwen/Qwen3-0.6B")
-    page.select_option("#job-method", "LoRA")
-    page.fill("#job-data", "hf://datasets/nodus/alpaca")
-    page.fill("#job-amount", "300")
-    expect(page.locator("#param-verdict")).to_have_text(
-        re.compile("Valid: this job compiles"), timeout=10_000
-    )
+    page = a_valid_job(s)
     expect(page.locator("#job-manifest")).to_contain_text("steps: 300", timeout=10_000)
     expect(page.locator("#job-manifest")).to_contain_text("namespace: demo")
     page.click("#create-job")
@@ -49,14 +55,7 @@ def test_a_job_created_from_the_parameters_tab_appears_live_on_the_jobs_page(
 
 def test_a_refused_job_says_why_what_to_do_and_the_request_id(session_for: Any) -> None:
     s = session_for("alice")
-    page = s.go("/p/nodus/runtimes/sft-qwen3/parameters")
-    page.select_option("#job-model", "Qwen/Qwen3-0.6B")
-    page.select_option("#job-method", "LoRA")
-    page.fill("#job-data", "hf://datasets/nodus/alpaca")
-    page.fill("#job-amount", "300")
-    expect(page.locator("#param-verdict")).to_have_text(
-        re.compile("Valid: this job compiles"), timeout=10_000
-    )
+    page = a_valid_job(s)
     # The job the page sends is changed on its way into one the API refuses (no runtime): the
     # API's own answer comes back.
     refused = b'{"apiVersion": "nodus.dev/v1beta1", "kind": "TrainingJob", "spec": {}}'
