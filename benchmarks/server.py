@@ -7,7 +7,6 @@ database file), so requests authenticate the way kubectl's do.
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -17,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+
+from tests.support.ports import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -32,12 +33,6 @@ class LiveServer:
         return httpx.Client(
             base_url=self.url, headers={"Authorization": f"Bearer {self.token}"}, timeout=30
         )
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def prepare_database() -> tuple[str, str]:

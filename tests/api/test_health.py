@@ -13,7 +13,7 @@ from runtimes.api import health
 from runtimes.registry.kinds import lookup
 from runtimes.storage import store
 from tests.support.api import runtime_manifest
-from tests.support.registry import free_port
+from tests.support.ports import free_port
 
 pytestmark = pytest.mark.django_db
 

@@ -25,7 +25,8 @@ import pytest
 from tests.support import services
 from tests.support.api import runtime_manifest
 from tests.support.cluster import redis_database, worker_environment
-from tests.support.liveserver import PYTHON, REPO, free_port, prepare
+from tests.support.liveserver import PYTHON, REPO, prepare
+from tests.support.ports import free_port
 
 pytestmark = pytest.mark.services
 

@@ -1,7 +1,7 @@
 """Security regression tests: each row of the threat table, run against a live server.
 
-Every attack test asserts the status code it must get, that `/livez` keeps answering within
-one second while the attack runs (`livez_stays_up`), and that no acknowledged write is lost.
+Every attack test asserts the status code it must get, that `/livez` keeps answering while the
+attack runs (`livez_stays_up`), and that no acknowledged write is lost.
 """
 
 from __future__ import annotations
@@ -12,12 +12,16 @@ from contextlib import contextmanager
 
 import httpx
 
-LIVEZ_BUDGET_SECONDS = 1.0
+# An availability bound, not a speed one: a stalled server (a backtracking regex, a blocked
+# event loop) does not answer for minutes; a CI machine running tests on every core can delay a
+# healthy answer by a second or two. How fast /livez answers under attack is measured by
+# `benchmarks/run.py abuse`.
+LIVEZ_BUDGET_SECONDS = 5.0
 
 
 @contextmanager
 def livez_stays_up(url: str, interval: float = 0.1) -> Iterator[list[float]]:
-    """Polls `url`/livez beside the block; fails the test if one poll goes unanswered in 1 s.
+    """Polls `url`/livez beside the block; fails the test if a poll goes unanswered in the budget.
 
     Yields the list of answer times (seconds), filled while the block runs. The bound is an
     availability requirement (other users are not stalled), not a speed measurement.
@@ -35,7 +39,7 @@ def livez_stays_up(url: str, interval: float = 0.1) -> Iterator[list[float]]:
                     if response.status_code != 200:
                         failures.append(f"/livez answered {response.status_code}")
                 except httpx.HTTPError as error:
-                    failures.append(f"/livez did not answer within 1 s: {error!r}")
+                    failures.append(f"/livez did not answer in {LIVEZ_BUDGET_SECONDS} s: {error!r}")
                 stop.wait(interval)
 
     poller = threading.Thread(target=poll, daemon=True)

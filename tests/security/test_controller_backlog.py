@@ -25,8 +25,9 @@ import httpx
 
 from tests.security.conftest import livez_stays_up
 from tests.support.api import runtime_manifest
-from tests.support.liveserver import free_port, prepare, serve_command, server_environment
+from tests.support.liveserver import prepare, serve_command, server_environment
 from tests.support.manage import shell_in
+from tests.support.ports import free_port
 
 GV = "/apis/nodus.dev/v1beta1"
 RUNTIMES = 2000

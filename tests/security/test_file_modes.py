@@ -20,7 +20,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.support.liveserver import PYTHON, REPO, free_port, server_environment
+from tests.support.liveserver import PYTHON, REPO, server_environment
+from tests.support.ports import free_port
 
 PRIVATE_FILES = (
     "secret-key",

@@ -28,7 +28,8 @@ from pathlib import Path
 import httpx
 
 from tests.support import services
-from tests.support.liveserver import REPO, free_port, prepare, server_environment
+from tests.support.liveserver import REPO, prepare, server_environment
+from tests.support.ports import free_port
 
 # How long a worker may take to answer /version (imports, migrations checked, the hub's warm-up
 # on first use is later): generous, for a loaded machine.

@@ -21,7 +21,6 @@ import functools
 import json
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
@@ -31,6 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+
+from tests.support.ports import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 PYTHON = REPO / ".venv" / "bin" / "python"
@@ -70,13 +71,6 @@ class LiveServer:
     def client(self, who: str | None) -> httpx.Client:
         headers = {"Authorization": f"Bearer {self.tokens[who]}"} if who else {}
         return httpx.Client(base_url=self.url, headers=headers, timeout=30)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @functools.cache
@@ -144,7 +138,24 @@ def self_signed_certificate(folder: Path) -> tuple[Path, Path, bytes]:
 
 
 def start(data_dir: Path, tokens: dict[str, str], **env: str) -> LiveServer:
-    """daphne on `data_dir`, with `env` (settings such as NODUS_...) on top of the usual."""
+    """daphne on `data_dir`, with `env` (settings such as NODUS_...) on top of the usual.
+
+    A port that another process took between our probe and daphne's bind makes daphne exit;
+    it is started again on new ports (at most three times)."""
+    for attempt in range(3):
+        try:
+            return _start_once(data_dir, tokens, env)
+        except _PortTaken:
+            if attempt == 2:
+                raise
+    raise AssertionError("unreachable")
+
+
+class _PortTaken(RuntimeError):
+    pass
+
+
+def _start_once(data_dir: Path, tokens: dict[str, str], env: dict[str, str]) -> LiveServer:
     port, tls_port = free_port(), free_port()
     key, cert, pem = self_signed_certificate(data_dir)
     log_path = data_dir / "daphne.log"
@@ -175,7 +186,8 @@ def start(data_dir: Path, tokens: dict[str, str], **env: str) -> LiveServer:
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise RuntimeError(f"daphne exited with {process.returncode}:\n{server.log()}")
+            failure = _PortTaken if "Address already in use" in server.log() else RuntimeError
+            raise failure(f"daphne exited with {process.returncode}:\n{server.log()}")
         try:
             if httpx.get(f"{server.url}/version", timeout=1).status_code == 200:
                 return server

@@ -11,7 +11,6 @@ from __future__ import annotations
 import base64
 import json
 import secrets
-import socket
 import subprocess
 import threading
 import time
@@ -31,16 +30,12 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
 from cryptography.x509.oid import NameOID
 
+from tests.support.ports import free_port
+
 REGISTRY_BINARY = Path("/usr/bin/docker-registry")
 USERNAME = "alice"
 TOKEN_SERVICE = "nodus-test-registry"
 TOKEN_ISSUER = "nodus-test-issuer"
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @dataclass
