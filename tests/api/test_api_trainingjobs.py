@@ -305,3 +305,40 @@ def test_the_contracts_class_names_validate_and_the_old_one_still_counts(
     [offering] = plan["offerings"]
     assert offering["acceleratorClass"] == "rtx-4090"
     assert offering["seconds"] == 1000 * 2.0
+
+
+def test_defaults_merge_under_the_job_null_removes_and_a_chosen_branch_replaces(
+    api: Callable[[str | None], ApiClient],
+) -> None:
+    optimizer = {
+        "oneOf": [
+            {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["name"],
+                "properties": {"name": {"const": name}, setting: {"type": "number"}},
+            }
+            for name, setting in (("adamw", "epsilon"), ("sgd", "momentum"))
+        ]
+    }
+    schema = {"properties": {"optimizer": optimizer}}
+    defaults = {"parameters": {"optimizer": {"name": "adamw", "epsilon": 1e-8}}}
+    add_runtime(api, {"spec": {"parameters": schema, "defaults": defaults}})
+    chosen = {
+        "optimizer": {"name": "sgd", "momentum": 0.9},
+        "lora": {"alpha": None},
+        "learningRate": None,
+    }
+    body = job()
+    body["spec"]["parameters"] = {**body["spec"]["parameters"], **chosen}  # nulls kept
+    # Deep-merging the default adamw object into sgd would add epsilon, which sgd forbids.
+    response = api("alice").post(TJS, body)
+    assert response.status_code == 201, response.json_body
+    assert response.json_body["spec"]["parameters"]["lora"] == {"alpha": None}
+    plan = api("alice").post(f"{TRS}/sft-trl/compile", response.json_body["spec"]).json_body
+    merged = plan["parameters"]
+    assert merged["optimizer"] == {"name": "sgd", "momentum": 0.9}
+    assert merged["lora"] == {"r": 16, "targetModules": ["q_proj", "v_proj"]}
+    assert "learningRate" not in merged
+    assert merged["batchSize"] == 8
+    assert merged["epochs"] == 2

@@ -200,3 +200,54 @@ def test_the_python_client_creates_watches_and_applies_a_job(server: LiveServer)
     assert applied["spec"]["steps"] == 1000
     assert applied["metadata"]["generation"] == 2
     assert any(m["manager"] == "python" for m in applied["metadata"]["managedFields"])
+
+
+def test_a_compiled_job_keeps_its_compile_until_asked_and_outlives_its_runtime(
+    kubectl: Kubectl,
+) -> None:
+    """Over the live API and controller: a runtime of demo's own moves on a generation, its
+    compiled job says RuntimeChanged and keeps the compile; the recompile annotation compiles
+    against the new generation; deleting the runtime leaves the job RuntimeMissing."""
+    managed = json.loads(ok(kubectl("get", "tr", "sft-qwen3", "-n", "nodus", "-o", "json")).stdout)
+    runtime = {
+        "apiVersion": managed["apiVersion"],
+        "kind": "TrainingRuntime",
+        "metadata": {"name": "mover", "namespace": "demo"},
+        "spec": managed["spec"],
+    }
+    ok(kubectl("apply", "-f", "-", stdin=json.dumps(runtime)))
+    ok(kubectl("wait", "tr/mover", "--for=jsonpath={.status.phase}=Ready", "--timeout=50s"))
+    manifest = job("pinned", runtimeRef={"name": "mover"})
+    ok(kubectl("apply", "-f", "-", stdin=yaml.safe_dump(manifest)))
+    ok(kubectl("wait", "tj/pinned", "--for=jsonpath={.status.phase}=Compiled", "--timeout=50s"))
+    before = json.loads(ok(kubectl("get", "tj", "pinned", "-o", "json")).stdout)["status"]
+    generation = before["runtimeGeneration"]
+
+    moved = {"spec": {"defaults": {"parameters": {"learningRate": 0.000123}}}}
+    ok(kubectl("patch", "tr", "mover", "--type=merge", "-p", json.dumps(moved)))
+    ok(kubectl("wait", "tj/pinned", "--for=condition=RuntimeChanged", "--timeout=50s"))
+    after = json.loads(ok(kubectl("get", "tj", "pinned", "-o", "json")).stdout)["status"]
+    assert after["runtimeGeneration"] == generation
+    assert after["compiled"] == before["compiled"]
+    [changed] = [c for c in after["conditions"] if c["type"] == "RuntimeChanged"]
+    assert f"generation {generation + 1}" in changed["message"]
+    assert "spec.defaults" in changed["message"]
+
+    ok(kubectl("annotate", "tj", "pinned", "nodus.dev/recompile=1"))
+    ok(
+        kubectl(
+            "wait",
+            "tj/pinned",
+            f"--for=jsonpath={{.status.runtimeGeneration}}={generation + 1}",
+            "--timeout=50s",
+        )
+    )
+    again = json.loads(ok(kubectl("get", "tj", "pinned", "-o", "json")).stdout)["status"]
+    assert again["phase"] == "Compiled"
+    assert again["compiled"]["parameters"]["learningRate"] == 0.000123
+
+    ok(kubectl("delete", "tr", "mover", "--wait=true", "--timeout=50s"))
+    ok(kubectl("wait", "tj/pinned", "--for=condition=RuntimeReady=False", "--timeout=50s"))
+    gone = json.loads(ok(kubectl("get", "tj", "pinned", "-o", "json")).stdout)["status"]
+    [ready] = [c for c in gone["conditions"] if c["type"] == "RuntimeReady"]
+    assert ready["reason"] == "RuntimeMissing"
