@@ -48,7 +48,7 @@ from runtimes.apimachinery import errors, managedfields, ownership
 from runtimes.apimachinery.meta import Obj
 from runtimes.apimachinery.objectmeta import now_timestamp
 from runtimes.controller.gcgraph import Graph, Item, node_of
-from runtimes.controller.pacing import CpuPacer
+from runtimes.controller.workers import run_worker
 from runtimes.controller.workqueue import WorkQueue
 from runtimes.registry.kinds import for_reference
 from runtimes.registry.resources import ResourceType
@@ -97,8 +97,6 @@ class GarbageCollector:
         )
         self.informers: list[Informer] = []
         self.idle = threading.Event()  # set whenever the queue has drained (tests wait on it)
-        self._active = 0  # items in a worker's hands (tests wait for none)
-        self._active_lock = threading.Lock()
 
     # -- feeding the graph (informer threads) --------------------------------------------------
 
@@ -118,8 +116,7 @@ class GarbageCollector:
 
     def quiet(self) -> bool:
         """Nothing queued, delayed or being processed."""
-        with self._active_lock:
-            return not self._active and not len(self.queue)
+        return self.queue.quiet()
 
     def caught_up(self, revision: int) -> bool:
         """Whether every informer has applied the store's events up to `revision`."""
@@ -130,37 +127,23 @@ class GarbageCollector:
     def work(self, stopping: threading.Event, cpu_share: float, keep: Callable[..., None]) -> None:
         """One worker: takes items until the queue shuts down. `keep(failed=...)` looks after
         the thread's database connection (the loop's ConnectionKeeper)."""
-        pacer = CpuPacer(cpu_share)
-        failed = False
-        while True:
-            item = self.queue.get(timeout=0.5)
-            if item is None:
-                if self.queue.shutting_down:
-                    return
-                if not len(self.queue):
-                    self.idle.set()
-                continue
-            self.idle.clear()
-            with self._active_lock:
-                self._active += 1
-            started = pacer.start()
-            try:
-                keep(failed=failed)
-                failed = False
-                if self.process(item):
-                    self.queue.forget(item)
-                else:
-                    self.queue.add_rate_limited(item)
-            except Exception:
-                failed = True
-                delay = self.queue.add_rate_limited(item)
-                log.exception("%s %s/%s: collecting failed; retrying in %.1fs", *item[:3], delay)
-            finally:
-                self.queue.done(item)
-                with self._active_lock:
-                    self._active -= 1
-                pacer.worked(started)
-            pacer.rest(stopping)
+
+        def handle(item: Item) -> None:
+            if self.process(item):
+                self.queue.forget(item)
+            else:
+                self.queue.add_rate_limited(item)
+
+        run_worker(
+            self.queue,
+            handle,
+            share=cpu_share,
+            stopping=stopping,
+            keep=keep,
+            describe=lambda item: f"{item[0]} {item[1]}/{item[2]}: collecting",
+            idle=self.idle,
+            logger=log,
+        )
 
     def process(self, item: Item) -> bool:
         """Looks at one object; False when it must be looked at again after a backoff."""

@@ -20,7 +20,8 @@ Bounded work, so a backlog never crowds out the API it shares a process with:
   does not bring back a runtime that is already held or waiting out its backoff;
 - the workers together use at most ``cpu_share`` of one core (``NODUS_CONTROLLER_CPU_SHARE``,
   default 0.2; ``runtimes.controller.pacing``), resting after each reconcile in proportion to
-  the CPU it used.
+  the CPU it used. Every worker thread below runs the same loop (``runtimes.controller.workers``)
+  and is paced alike.
 
 The same informers (one per served kind) feed the garbage collector
 (``runtimes.controller.garbagecollector``): its own queue and ``workers`` threads, paced alike,
@@ -28,11 +29,11 @@ delete dependents whose owners are gone and finish foreground and orphaning dele
 only where the reconcile loop runs: on the leader.
 
 The same controller runs the job controller (``runtimes.controller.jobs``): the TrainingJobs'
-informer (one of the above) also feeds a queue of their own, worked by one more thread, and every
-change the runtime informer sees (a runtime turning Ready, moving to a new generation, going
-away) queues the jobs that name that runtime. Jobs read their runtime from the runtime
-informer's cache, the one the runtime controller keeps, falling back to the store for one it
-has not seen yet.
+informer (one of the above) also feeds a queue of their own, worked by one more paced thread
+(a worker's share), and every change the runtime informer sees (a runtime turning Ready, moving
+to a new generation, going away) queues the jobs that name that runtime. Jobs read their runtime
+from the runtime informer's cache, the one the runtime controller keeps, falling back to the
+store for one it has not seen yet.
 
 ``start_in_process()`` runs it as a daemon thread beside the web server (the embedded default);
 ``manage.py runcontroller`` runs it alone, one leader at a time (``leader``).
@@ -53,9 +54,9 @@ from runtimes.controller.garbagecollector import GarbageCollector
 from runtimes.controller.jobs import JobReconciler, job_type
 from runtimes.controller.leader import lead, lock_for
 from runtimes.controller.oci.sources import ImageSources
-from runtimes.controller.pacing import CpuPacer
 from runtimes.controller.reconcile import Outcome, Reconciler, identity, runtime_type
 from runtimes.controller.settings import ControllerSettings, TrustedKeys
+from runtimes.controller.workers import run_worker
 from runtimes.controller.workqueue import WorkQueue
 from runtimes.registry.kinds import stored_kinds
 from runtimes.registry.trainingjob.admission import runtime_key
@@ -285,28 +286,11 @@ class Controller:
         self.job_queue.forget(key)
 
     def _work_jobs(self) -> None:
-        keeper = ConnectionKeeper()
-        failed = False
-        try:
-            while True:
-                key = self.job_queue.get(timeout=0.5)
-                if key is None:
-                    if self.job_queue.shutting_down:
-                        return
-                    continue
-                try:
-                    keeper.refresh(failed=failed)
-                    failed = False
-                    self.jobs.reconcile(*key)
-                    self.job_queue.forget(key)
-                except Exception:
-                    failed = True
-                    delay = self.job_queue.add_rate_limited(key)
-                    log.exception("job %s/%s: reconcile failed; retrying in %.1fs", *key, delay)
-                finally:
-                    self.job_queue.done(key)
-        finally:
-            connection.close()
+        def handle(key: tuple[str, str]) -> None:
+            self.jobs.reconcile(*key)
+            self.job_queue.forget(key)
+
+        self._run_worker(self.job_queue, handle, lambda key: f"job {key[0]}/{key[1]}: reconcile")
 
     def _expire_events(self, stop: threading.Event) -> None:
         """Deletes expired Events every minute (the recorder also sweeps as it records)."""
@@ -325,39 +309,37 @@ class Controller:
             connection.close()
 
     def _work(self) -> None:
+        def handle(key: tuple[str, str]) -> None:
+            outcome = self.reconciler.reconcile(*key)
+            if outcome.transient:
+                assert outcome.verdict is not None
+                delay = self.queue.add_rate_limited(key, outcome.verdict.retry_after)
+                log.info("%s/%s: %s; retrying in %.1fs", *key, outcome.verdict.reason, delay)
+            else:
+                self.queue.forget(key)
+
+        self._run_worker(self.queue, handle, lambda key: f"{key[0]}/{key[1]}: reconcile", self.idle)
+
+    def _run_worker(
+        self,
+        queue: WorkQueue[tuple[str, str]],
+        handle: Callable[[tuple[str, str]], None],
+        describe: Callable[[tuple[str, str]], str],
+        idle: threading.Event | None = None,
+    ) -> None:
+        """One worker thread of this controller: its own database connection, a worker's
+        share of the CPU (``runtimes.controller.workers``)."""
         keeper = ConnectionKeeper()
-        pacer = CpuPacer(min(1.0, self.config.cpu_share / self.workers))
-        failed = False
         try:
-            while True:
-                key = self.queue.get(timeout=0.5)
-                if key is None:
-                    if self.queue.shutting_down:
-                        return
-                    if not len(self.queue):
-                        self.idle.set()
-                    continue
-                self.idle.clear()
-                started = pacer.start()
-                try:
-                    keeper.refresh(failed=failed)
-                    failed = False
-                    outcome = self.reconciler.reconcile(*key)
-                    if outcome.transient:
-                        assert outcome.verdict is not None
-                        delay = self.queue.add_rate_limited(key, outcome.verdict.retry_after)
-                        reason = outcome.verdict.reason
-                        log.info("%s/%s: %s; retrying in %.1fs", *key, reason, delay)
-                    else:
-                        self.queue.forget(key)
-                except Exception:
-                    failed = True
-                    delay = self.queue.add_rate_limited(key)
-                    log.exception("%s/%s: reconcile failed; retrying in %.1fs", *key, delay)
-                finally:
-                    self.queue.done(key)
-                    pacer.worked(started)
-                pacer.rest(self._stopping)
+            run_worker(
+                queue,
+                handle,
+                share=min(1.0, self.config.cpu_share / self.workers),
+                stopping=self._stopping,
+                keep=keeper.refresh,
+                describe=describe,
+                idle=idle,
+            )
         finally:
             connection.close()
 

@@ -147,6 +147,11 @@ class WorkQueue[K: Hashable]:
         with self._cond:
             return len(self._ready) + len(self._due)
 
+    def quiet(self) -> bool:
+        """Nothing due, delayed or held by a worker (read under one lock)."""
+        with self._cond:
+            return not (self._ready or self._due or self._processing)
+
     def shut_down(self) -> None:
         with self._cond:
             self._shut = True
