@@ -8,16 +8,22 @@ the old status, the status strategy keeps the old spec and metadata. Kinds subcl
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
+from typing import Any
 
+from runtimes.apimachinery import schema_nodes
 from runtimes.apimachinery.fielderrors import FieldError
 from runtimes.apimachinery.meta import Obj
 from runtimes.apimachinery.metadata_rules import finalizer_warnings
+from runtimes.apimachinery.schema_nodes import Field
 
 
 class Strategy:
     """The main endpoint: spec and metadata change, status never does."""
 
     subresource = ""
+    # The kind's structural schema, when it has one: fieldValidation's unknown fields by it.
+    root_schema: Field | None = None
 
     def prepare_for_create(self, obj: Obj) -> None:
         obj.pop("status", None)
@@ -42,10 +48,14 @@ class Strategy:
 
     def unknown_fields(self, obj: Obj) -> list[str]:
         """Paths (spec.foo) that the kind's schema does not know, for fieldValidation."""
-        return []
+        if self.root_schema is None:
+            return []
+        return schema_nodes.unknown_fields(obj, self.root_schema, "")
 
     def prune_unknown(self, obj: Obj) -> None:
         """Drops what `unknown_fields` reports (fieldValidation=Ignore or Warn)."""
+        if self.root_schema is not None:
+            schema_nodes.prune_unknown(obj, self.root_schema)
 
 
 class StatusStrategy(Strategy):
@@ -84,3 +94,16 @@ def custom_resource_warnings(obj: Obj, old: Obj | None) -> list[str]:
     finalizers = (obj.get("metadata") or {}).get("finalizers")
     before = ((old or {}).get("metadata") or {}).get("finalizers")
     return finalizer_warnings(finalizers, before)
+
+
+def cell(path: str) -> Callable[[Obj], Any]:
+    """A Table column's reader: the value at a dotted path (``spec.task``), None where absent."""
+    keys = path.split(".")
+
+    def read(obj: Obj) -> Any:
+        value: Any = obj
+        for key in keys:
+            value = value.get(key) if isinstance(value, dict) else None
+        return value
+
+    return read

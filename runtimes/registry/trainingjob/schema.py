@@ -10,9 +10,6 @@ digest it was compiled against.
 
 from __future__ import annotations
 
-from typing import Any
-
-from runtimes.apimachinery import schema_nodes
 from runtimes.apimachinery.meta import API_VERSION, VERSION
 from runtimes.apimachinery.meta_schema import CONDITION, OBJECT_META
 from runtimes.apimachinery.schema_nodes import Field, argv, integer, obj, quantity, string
@@ -228,11 +225,3 @@ TRAINING_JOB = obj(
     spec=SPEC,
     status=STATUS,
 )
-
-
-def unknown_fields(value: Any, node: Field = TRAINING_JOB, path: str = "") -> list[str]:
-    return schema_nodes.unknown_fields(value, node, path)
-
-
-def prune_unknown(value: Any, node: Field = TRAINING_JOB) -> Any:
-    return schema_nodes.prune_unknown(value, node)

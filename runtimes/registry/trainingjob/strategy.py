@@ -15,7 +15,12 @@ from typing import Any
 from runtimes.apimachinery.fielderrors import FieldError, required
 from runtimes.apimachinery.meta import Obj
 from runtimes.apimachinery.structural import structural_errors
-from runtimes.registry.strategy import StatusStrategy, Strategy, custom_resource_warnings
+from runtimes.registry.strategy import (
+    StatusStrategy,
+    Strategy,
+    cell,
+    custom_resource_warnings,
+)
 from runtimes.registry.trainingjob import admission, defaulting, schema
 
 
@@ -30,6 +35,8 @@ def recompile_request(obj: Obj) -> str:
 
 
 class TrainingJobStrategy(Strategy):
+    root_schema = schema.TRAINING_JOB
+
     def default(self, obj: Obj) -> None:
         spec = obj.get("spec")
         if isinstance(spec, dict):
@@ -65,29 +72,11 @@ class TrainingJobStrategy(Strategy):
         compiled = admission.compile_warnings(obj) if isinstance(obj.get("spec"), dict) else []
         return found + compiled
 
-    def unknown_fields(self, obj: Obj) -> list[str]:
-        return schema.unknown_fields(obj)
-
-    def prune_unknown(self, obj: Obj) -> None:
-        schema.prune_unknown(obj)
-
 
 class TrainingJobStatusStrategy(StatusStrategy):
     def validate_status(self, obj: Obj) -> list[FieldError]:
         status = obj.get("status")
         return [] if status is None else structural_errors(status, schema.STATUS, "status")
-
-
-def _cell(path: str) -> Any:
-    keys = path.split(".")
-
-    def cell(obj: Obj) -> Any:
-        value: Any = obj
-        for key in keys:
-            value = value.get(key) if isinstance(value, dict) else None
-        return value
-
-    return cell
 
 
 def format_duration(seconds: Any) -> str:
@@ -108,18 +97,18 @@ def format_duration(seconds: Any) -> str:
 
 
 def _duration(obj: Obj) -> str:
-    return format_duration(_cell("status.compiled.seconds")(obj))
+    return format_duration(cell("status.compiled.seconds")(obj))
 
 
 def _cost(obj: Obj) -> str:
-    cost = _cell("status.compiled.cost")(obj)
+    cost = cell("status.compiled.cost")(obj)
     if isinstance(cost, bool) or not isinstance(cost, int | float):
         return ""
     return f"${cost:,.2f}"
 
 
 def _accelerator(obj: Obj) -> Any:
-    return _cell("status.compiled.accelerator")(obj) or _cell("spec.accelerator")(obj)
+    return cell("status.compiled.accelerator")(obj) or cell("spec.accelerator")(obj)
 
 
 STRATEGY = TrainingJobStrategy()
@@ -131,10 +120,10 @@ COLUMNS = (
         "string",
         "The runtime the job compiles against.",
         0,
-        _cell("spec.runtimeRef.name"),
+        cell("spec.runtimeRef.name"),
     ),
-    ("Model", "string", "The model trained or evaluated.", 0, _cell("spec.model")),
-    ("Method", "string", "Full, LoRA or QLoRA.", 0, _cell("spec.method")),
+    ("Model", "string", "The model trained or evaluated.", 0, cell("spec.model")),
+    ("Method", "string", "Full, LoRA or QLoRA.", 0, cell("spec.method")),
     (
         "Accelerator",
         "string",
@@ -149,6 +138,6 @@ COLUMNS = (
         "string",
         "Pending until compiled against a Ready runtime, then Compiled or Invalid.",
         0,
-        _cell("status.phase"),
+        cell("status.phase"),
     ),
 )

@@ -9,13 +9,16 @@ reads Pending.
 
 from __future__ import annotations
 
-from typing import Any
-
 from runtimes.accounts.access import MANAGED_PROJECT
 from runtimes.apimachinery.fielderrors import FieldError, required
 from runtimes.apimachinery.meta import Obj
 from runtimes.catalog.accelerators import catalog
-from runtimes.registry.strategy import StatusStrategy, Strategy, custom_resource_warnings
+from runtimes.registry.strategy import (
+    StatusStrategy,
+    Strategy,
+    cell,
+    custom_resource_warnings,
+)
 from runtimes.registry.trainingruntime import defaulting, schema, validation
 
 
@@ -25,6 +28,8 @@ def _status(obj: Obj) -> Obj:
 
 
 class TrainingRuntimeStrategy(Strategy):
+    root_schema = schema.TRAINING_RUNTIME
+
     def default(self, obj: Obj) -> None:
         if isinstance(obj.get("spec"), dict):
             obj["spec"] = defaulting.default_spec(obj["spec"])
@@ -49,28 +54,10 @@ class TrainingRuntimeStrategy(Strategy):
         found = custom_resource_warnings(obj, old)
         return found + (validation.spec_warnings(spec, catalog()) if isinstance(spec, dict) else [])
 
-    def unknown_fields(self, obj: Obj) -> list[str]:
-        return schema.unknown_fields(obj)
-
-    def prune_unknown(self, obj: Obj) -> None:
-        schema.prune_unknown(obj)
-
 
 class TrainingRuntimeStatusStrategy(StatusStrategy):
     def validate_status(self, obj: Obj) -> list[FieldError]:
         return validation.validate_status(_status(obj))
-
-
-def _cell(path: str) -> Any:
-    keys = path.split(".")
-
-    def cell(obj: Obj) -> Any:
-        value: Any = obj
-        for key in keys:
-            value = value.get(key) if isinstance(value, dict) else None
-        return value
-
-    return cell
 
 
 def _modes(obj: Obj) -> str:
@@ -81,28 +68,28 @@ STRATEGY = TrainingRuntimeStrategy()
 STATUS_STRATEGY = TrainingRuntimeStatusStrategy(STRATEGY)
 
 COLUMNS = (
-    ("Task", "string", "The kind of training the runtime implements.", 0, _cell("spec.task")),
+    ("Task", "string", "The kind of training the runtime implements.", 0, cell("spec.task")),
     (
         "Launcher",
         "string",
         "How the trainer is started across GPUs and nodes.",
         0,
-        _cell("spec.launcher"),
+        cell("spec.launcher"),
     ),
     (
         "Phase",
         "string",
         "Pending until the image is verified, then Ready or Failed.",
         0,
-        _cell("status.phase"),
+        cell("status.phase"),
     ),
     (
         "Managed",
         "boolean",
         "Whether the runtime belongs to the managed catalog.",
         0,
-        _cell("status.managed"),
+        cell("status.managed"),
     ),
     ("Modes", "string", "Train and/or Evaluate.", 1, _modes),
-    ("Image Digest", "string", "The verified image digest.", 1, _cell("status.imageDigest")),
+    ("Image Digest", "string", "The verified image digest.", 1, cell("status.imageDigest")),
 )
