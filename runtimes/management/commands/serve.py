@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -31,6 +32,8 @@ from django.core.management.base import BaseCommand, CommandParser
 from nodus_console.staticfiles import collect as collect_static
 from runtimes.accounts.bootstrap import ensure_admin, ensure_demo_project
 from runtimes.accounts.tls import ensure_certificate
+
+DEFAULT_API_SERVER = "https://127.0.0.1:8443"  # what `manage.py kubeconfig` assumes
 
 # Set for `--workers`' processes: their listening sockets share the ports (SO_REUSEPORT).
 SHARED_PORTS = "NODUS_SHARED_PORTS"
@@ -50,6 +53,19 @@ def embedded_controller(enabled: bool) -> Iterator[None]:
         yield
     finally:
         stop_in_process(timeout=1.0)
+
+
+def kubeconfig_command(user: str, server: str) -> str:
+    """The command that writes a kubeconfig for this server, as typed in another shell: it names
+    the data directory and the API's address whenever they are not the defaults that shell
+    would assume."""
+    words = [".venv/bin/python", "manage.py", "kubeconfig", "--user", user]
+    if server != DEFAULT_API_SERVER and not settings.NODUS_PUBLIC_URL:
+        words += ["--server", server]
+    command = shlex.join(words) + " > nodus.kubeconfig"
+    if os.environ.get("NODUS_DATA_DIR"):
+        command = f"NODUS_DATA_DIR={shlex.quote(str(settings.DATA_DIR))} {command}"
+    return command
 
 
 class Command(BaseCommand):
@@ -98,8 +114,7 @@ class Command(BaseCommand):
                     f"  API (TLS):   https://{shown}:{tls_port}  (self-signed; the kubeconfig "
                     "carries its CA)",
                     f"  log in as:   {user} / {password}{kept}",
-                    f"  kubectl:     .venv/bin/python manage.py kubeconfig --user {user} "
-                    "> nodus.kubeconfig",
+                    f"  kubectl:     {kubeconfig_command(user, f'https://{shown}:{tls_port}')}",
                     "               kubectl --kubeconfig nodus.kubeconfig get tr -n nodus",
                     f"  data:        {settings.DATA_DIR}",
                     "",
