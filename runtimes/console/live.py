@@ -1,4 +1,4 @@
-"""What a page should change when runtimes change: the fragments the websocket pushes.
+"""What a page should change when runtimes or jobs change: the fragments the websocket pushes.
 
 Pure rendering over hub events, run off the event loop. A page says what it shows (its view,
 its query, and the ids of the live elements it has); a batch of events becomes out-of-band swaps
