@@ -1,5 +1,5 @@
-"""The console's websocket: live rows, runtime headers and job rows, pushed as htmx out-of-band
-swaps.
+"""The console's websocket: the catalog's and the Jobs pages' results and runtime headers, pushed
+as htmx out-of-band swaps.
 
 One socket per browser tab (it lives in base.html outside the swapped area, so it survives
 boosted navigation). The page sends ``{"type": "watch", "view", "query", "revision", "ids"}``
@@ -7,9 +7,9 @@ whenever what it shows changes; the consumer then follows the hub from that revi
 user's permissions and the page's filters, pushing at most one message per page every
 `PUSH_INTERVAL` (a burst of writes becomes one redraw). On a reconnect the page sends the last
 revision it was delivered, so nothing is missed or repeated; when that revision has been
-compacted away (410 Expired) or the page fell behind, the catalog and runtime pages are redrawn
-from the store and told so, the Jobs page is told to reload. Each push names the watch (`key`)
-it answers, so a page drops one meant for what it showed before.
+compacted away (410 Expired) or the page fell behind, the page is redrawn from the store and
+told so. Each push names the watch (`key`) it answers, so a page drops one meant for what it
+showed before.
 
 Security: the session authenticates (`AuthMiddlewareStack`); the origin must be this site's
 own (same host), on top of `AllowedHostsOriginValidator`, which lets any origin through when
@@ -34,9 +34,9 @@ from django.urls import path
 from runtimes.accounts import access
 from runtimes.accounts.origin import same_origin
 from runtimes.apimachinery import errors
-from runtimes.console.live import REDRAWN, Watch, fragments, missed_notice
+from runtimes.console.live import Watch, fragments, kind_of, missed_notice, namespace_of
 from runtimes.registry import authorization
-from runtimes.registry.kinds import TRAINING_JOBS, TRAINING_RUNTIMES
+from runtimes.registry.kinds import TRAINING_RUNTIMES
 from runtimes.watch.guard import Credential, StreamGuard
 from runtimes.watch.hub import HubEvent, TooOld, TooSlow, run_db, subscribe
 
@@ -155,11 +155,7 @@ class ConsoleConsumer(AsyncWebsocketConsumer):
                     await self._tail(watch, revision)
                 except (TooOld, TooSlow):
                     # The page's resume point is gone (410) or it fell behind: redraw what it
-                    # shows from the store and follow on from there, or, where a page cannot be
-                    # redrawn piecewise (Jobs), say that updates were missed.
-                    if watch.view not in REDRAWN:
-                        await self.send(text_data=missed_notice())
-                        return
+                    # shows from the store, say so, and follow on from there.
                     await asyncio.sleep(PUSH_INTERVAL)  # at most one redraw per interval
                     await self.send(text_data=await run_db(fragments, watch, [], True))
                     revision = watch.rendered
@@ -174,8 +170,7 @@ class ConsoleConsumer(AsyncWebsocketConsumer):
         `PUSH_INTERVAL`: a burst of writes is coalesced into one redraw, so a page's work is
         bounded by time, not by how many objects changed."""
         loop = asyncio.get_running_loop()
-        kind = TRAINING_JOBS if watch.view == "jobs" else TRAINING_RUNTIMES
-        namespace = None if watch.view == "catalog" else watch.query.get("namespace") or None
+        kind, namespace = kind_of(watch.view), namespace_of(watch)
         pending: list[HubEvent] = []
         sent_at = -PUSH_INTERVAL
         async with subscribe(revision, kind.key, namespace) as events:

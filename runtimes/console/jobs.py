@@ -1,9 +1,11 @@
 """The Jobs pages: a project's TrainingJobs, filtered and live, and one job's detail.
 
-The list is one template for the full page and, on htmx filter changes, its `results` partial;
-its rows are `_partials/_job_row.html`, the same fragment the websocket pushes when a job is
-created, compiled or deleted (`runtimes.console.live`). Visiting a project's Jobs page makes it
-the user's current project: the Parameters tab writes its manifest there.
+The list is one template for the full page and, on htmx filter changes, its `results` partial
+(count and rows). When the project's jobs change, the websocket pushes that same partial, redrawn
+from `results_context` for the page's own query (`runtimes.console.live`), so the count stays
+true and a job that starts or stops matching the filters (a phase moving from Pending to
+Compiled) appears or goes. Visiting a project's Jobs page makes it the user's current project:
+the Parameters tab writes its manifest there.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import yaml
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import render
 from django.views.decorators.vary import vary_on_headers
 
@@ -96,27 +98,48 @@ def current_project(request: HttpRequest) -> str:
     return default_project(request.user)
 
 
+def watch_query(project: str, query: QueryDict) -> str:
+    """What the page's live watch asks for: its project, then its own filters (a `namespace` in
+    the address does not choose another project)."""
+    watched = QueryDict(mutable=True)
+    watched["namespace"] = project
+    for key, values in query.lists():
+        if key != "namespace":
+            watched.setlist(key, values)
+    return watched.urlencode()
+
+
+def results_context(
+    objects: list[Obj], revision: int, project: str, query: QueryDict
+) -> dict[str, Any]:
+    """What the `results` partial draws for `query`: the page and the live push alike."""
+    summaries = [summarize_job(o) for o in objects]
+    rows = sorted((s for s in summaries if matches(s, query)), key=lambda s: s.name)
+    return {
+        "project": project,
+        "rows": rows,
+        "total": len(summaries),
+        "watch_query": watch_query(project, query),
+        "revision": revision,
+    }
+
+
 @requires(authorization.role("list", TRAINING_JOBS))
 @vary_on_headers("HX-Request")
 def job_list(request: HttpRequest, project: str) -> HttpResponse:
     objects, revision = store.list_objects(TRAINING_JOBS, project)
-    summaries = [summarize_job(o) for o in objects]
-    rows = sorted((s for s in summaries if matches(s, request.GET)), key=lambda s: s.name)
     if access.allowed(request.user, "create", project):
         request.session[CURRENT_PROJECT] = project
-    context = {
-        "project": project,
-        "rows": rows,
-        "total": len(summaries),
-        "runtimes": sorted({s.runtime for s in summaries}),
-        "phases": PHASES,
-        "q": request.GET.get("q", ""),
-        "runtime": request.GET.get("runtime", ""),
-        "phase": request.GET.get("phase", ""),
-        "query": request.GET.urlencode(),
-        "watch_query": f"namespace={project}&{request.GET.urlencode()}",
-        "revision": revision,
-    }
+    context = results_context(objects, revision, project, request.GET)
+    context.update(
+        {
+            "runtimes": sorted({summarize_job(o).runtime for o in objects}),
+            "phases": PHASES,
+            "q": request.GET.get("q", ""),
+            "runtime": request.GET.get("runtime", ""),
+            "phase": request.GET.get("phase", ""),
+        }
+    )
     template = (
         "console/jobs/list.html#results" if wants_partial(request) else "console/jobs/list.html"
     )

@@ -1,4 +1,4 @@
-"""What a page should change when runtimes change: the fragments the websocket pushes.
+"""What a page should change when runtimes or jobs change: the fragments the websocket pushes.
 
 Pure rendering over hub events, run off the event loop. A page says what it shows (its view,
 its query, and the ids of the live elements it has); a batch of events becomes out-of-band swaps
@@ -6,11 +6,16 @@ of the *same* partials the pages render, drawn from the same context functions:
 
 - the catalog: its whole `results` block (count, facet counts, rows in the page's sort, pager),
   redrawn for the page's own query whenever a runtime it may read changes, so nothing there goes
-  stale and a new row lands where the sort puts it. Sockets showing the same query to the same
-  projects at the same revision share one render (`RESULTS`).
+  stale and a new row lands where the sort puts it.
 - a runtime page: its header (and status panel); once the runtime is deleted, the deleted
   header (when, if the log still knows) and the tabs turned off.
-- a project's Jobs page: its rows appear, change and go.
+- a project's Jobs page: likewise its whole `results` block (count, rows in name order), redrawn
+  for the page's own filters whenever one of the project's jobs changes, so a job that starts or
+  stops matching (its phase moving from Pending to Compiled) appears or goes and the count
+  follows.
+
+Both are `Results` pages (`RESULTS_VIEWS`): sockets showing the same query of the same projects
+at the same revision share one render (`SharedRenders`).
 
 Every message ends with the revision marker (the revision the page is now current at, and the
 number of the watch it answers, so the page can drop a push meant for what it showed before).
@@ -22,6 +27,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,24 +37,21 @@ from django.template.loader import render_to_string
 from runtimes.accounts import access
 from runtimes.apimachinery import errors
 from runtimes.apimachinery.meta import Obj
-from runtimes.console import runtime_page
-from runtimes.console.catalog import readable_in, results_context
-from runtimes.console.jobs import matches, summarize_job
-from runtimes.registry.kinds import TRAINING_RUNTIMES
+from runtimes.console import catalog, jobs, runtime_page
+from runtimes.registry.kinds import TRAINING_JOBS, TRAINING_RUNTIMES
+from runtimes.registry.resources import ResourceType
 from runtimes.storage import store
 from runtimes.storage.eventlog import deletion
 from runtimes.watch.hub import HubEvent
 
 # The partials the pages draw these elements with; the pushes render them with `oob` set.
 RESULTS = "console/catalog.html#results"
+JOB_RESULTS = "console/jobs/list.html#results"
 HEADER = "_partials/_runtime_header.html"
 TABS = "console/runtime/base.html#tabs"
 STATUS = "console/runtime/status.html#status"
-JOB_ROW = "_partials/_job_row.html"
-APPENDED_JOB_ROW = "console/jobs/list.html#appended_row"
 REVISION = "_partials/_live_revision.html"
 NOTICE = "_partials/_live_notice.html"
-REDRAWN = ("catalog", "runtime")  # the views a push can redraw from scratch (after a 410)
 
 
 @dataclass
@@ -80,8 +83,8 @@ class Watch:
 
 
 class SharedRenders:
-    """The last few catalog `results` blocks, by (projects, query, revision): a hundred tabs on
-    the same view cost one render per change, not a hundred."""
+    """The last few `results` blocks, by (view, scope, query, revision): a hundred tabs on the
+    same view cost one render per change, not a hundred."""
 
     def __init__(self, size: int = 64) -> None:
         self.size = size
@@ -102,32 +105,112 @@ class SharedRenders:
             while len(self._items) > self.size:
                 self._items.popitem(last=False)
 
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
 
 _RESULTS = SharedRenders()
 
 
-def catalog_results(watch: Watch) -> tuple[str, int]:
-    """The catalog's `results` block for the page's query, now, and the revision it shows."""
-    projects = None if watch.projects is None else frozenset(watch.projects)
+def forget_renders() -> None:
+    """Drops the shared renders (tests: a store recreated under a running process numbers its
+    revisions from the start again, so an old render could answer for a new revision)."""
+    _RESULTS.clear()
+
+
+@dataclass(frozen=True)
+class Results:
+    """A page whose `results` block is redrawn whole, from the store, for the page's query.
+
+    `scope` is what the block shows besides the query (the projects read, the project), and the
+    key of the renders sockets share; None when the watch may see nothing of it. `shows` says
+    whether a change is one the block may show, `context` what the partial draws now (with the
+    revision it is current at)."""
+
+    kind: ResourceType
+    template: str
+    scope: Callable[[Watch], Hashable | None]
+    shows: Callable[[Watch, HubEvent], bool]
+    context: Callable[[Watch], dict[str, Any]]
+
+
+def catalog_scope(watch: Watch) -> Hashable:
+    return "every project" if watch.projects is None else frozenset(watch.projects)
+
+
+def catalog_context(watch: Watch) -> dict[str, Any]:
+    objects, revision = catalog.readable_in(watch.projects)
+    return catalog.results_context(objects, revision, watch.query)
+
+
+def jobs_project(watch: Watch) -> str | None:
+    """The project a Jobs page shows, if the user may read it (the page's own check: a project
+    they may not read is shown as nothing at all)."""
+    project = watch.query.get("namespace") or ""
+    if not project or (watch.projects is not None and project not in watch.projects):
+        return None
+    return project
+
+
+def jobs_shows(watch: Watch, event: HubEvent) -> bool:
+    return event.namespace == jobs_project(watch) and watch.readable(event.object)
+
+
+def jobs_context(watch: Watch) -> dict[str, Any]:
+    project = jobs_project(watch) or ""
+    objects, revision = store.list_objects(TRAINING_JOBS, project)
+    return jobs.results_context(objects, revision, project, watch.query)
+
+
+RESULTS_VIEWS = {
+    "catalog": Results(
+        TRAINING_RUNTIMES,
+        RESULTS,
+        catalog_scope,
+        lambda watch, event: watch.readable(event.object),
+        catalog_context,
+    ),
+    "jobs": Results(TRAINING_JOBS, JOB_RESULTS, jobs_project, jobs_shows, jobs_context),
+}
+
+
+def kind_of(view: str) -> ResourceType:
+    """The kind whose changes a view follows."""
+    results = RESULTS_VIEWS.get(view)
+    return TRAINING_RUNTIMES if results is None else results.kind
+
+
+def namespace_of(watch: Watch) -> str | None:
+    """The one project a view follows, or None for every project the user may read."""
+    return None if watch.view == "catalog" else watch.query.get("namespace") or None
+
+
+def results_block(watch: Watch, results: Results, scope: Hashable) -> tuple[str, int]:
+    """The page's `results` block for its query, now, and the revision it shows."""
     query = watch.query.urlencode()
     current = store.current_revision()
-    shared = _RESULTS.get((projects, query, current))
+    shared = _RESULTS.get((watch.view, scope, query, current))
     if shared is not None:
         return shared, current
-    objects, revision = readable_in(watch.projects)
-    context = results_context(objects, revision, watch.query)
+    context = results.context(watch)
     context["oob"] = True
-    html = render_to_string(RESULTS, context)
-    _RESULTS.put((projects, query, revision), html)
-    return html, revision
+    html = render_to_string(results.template, context)
+    _RESULTS.put((watch.view, scope, query, context["revision"]), html)
+    return html, int(context["revision"])
 
 
-def catalog_fragments(watch: Watch, events: list[HubEvent], fresh: bool) -> list[str]:
-    # Any change the user may see moves the total or a facet count, if not a row: redraw.
-    changed = fresh or any(e.revision > watch.rendered and watch.readable(e.object) for e in events)
+def results_fragments(
+    watch: Watch, results: Results, events: list[HubEvent], fresh: bool
+) -> list[str]:
+    scope = results.scope(watch)
+    if scope is None:
+        return []  # nothing the user may read: nothing at all, not even an empty block
+    # Any change the user may see moves the total or a count, if not a row: redraw.
+    changed = fresh or any(e.revision > watch.rendered and results.shows(watch, e) for e in events)
     if not changed:
         return []
-    html, revision = catalog_results(watch)
+    html, revision = results_block(watch, results, scope)
     watch.rendered = max(watch.rendered, revision)
     return [html]
 
@@ -180,35 +263,15 @@ def runtime_fragments(watch: Watch, events: list[HubEvent], fresh: bool) -> list
     return out
 
 
-def jobs_fragments(watch: Watch, event: HubEvent) -> list[str]:
-    """A project's Jobs page: its rows appear, change and go as its jobs do."""
-    if event.namespace != watch.query.get("namespace") or not watch.readable(event.object):
-        return []
-    summary = summarize_job(event.object)
-    shown = summary.row_id in watch.present
-    wanted = event.type != "DELETED" and matches(summary, watch.query)
-    if wanted and shown:
-        return [render_to_string(JOB_ROW, {"j": summary, "oob": "true"})]
-    if wanted and "job-rows" in watch.present:
-        watch.present.add(summary.row_id)
-        return [render_to_string(APPENDED_JOB_ROW, {"j": summary})]
-    if shown:
-        watch.present.discard(summary.row_id)
-        return [render_to_string(JOB_ROW, {"j": summary, "oob": "delete"})]
-    return []
-
-
 def fragments(watch: Watch, events: list[HubEvent], fresh: bool = False) -> str:
     """One websocket message for a batch, or (`fresh`) the page's state redrawn from the store
     after its resume point was compacted away; always ends with the revision reached."""
     parts: list[str] = []
-    if watch.view == "catalog":
-        parts += catalog_fragments(watch, events, fresh)
+    results = RESULTS_VIEWS.get(watch.view)
+    if results is not None:
+        parts += results_fragments(watch, results, events, fresh)
     elif watch.view == "runtime":
         parts += runtime_fragments(watch, events, fresh)
-    elif watch.view == "jobs":
-        for event in events:
-            parts += jobs_fragments(watch, event)
     if fresh:
         parts.append(render_to_string(NOTICE, {"redrawn": True}))
     watch.rendered = max([watch.rendered, *(e.revision for e in events)])

@@ -1,5 +1,5 @@
-"""Jobs in the console: the Parameters tab's manifest the API takes, the Jobs page and its live
-rows, a job's page, and a runtime's count of compiled jobs."""
+"""Jobs in the console: the Parameters tab's manifest the API takes, the Jobs page and what its
+live updates watch and share, a job's page, and a runtime's count of compiled jobs."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 import yaml
-from django.http import QueryDict
 
+from runtimes.console import live
 from runtimes.console.live import Watch, fragments
 from runtimes.registry.kinds import TRAINING_JOBS
 from runtimes.storage import store
@@ -132,18 +132,34 @@ def test_the_runtime_page_counts_the_jobs_compiled_against_it(catalog_data: Any,
     assert "<strong>0</strong> jobs compiled" in page
 
 
-def test_a_new_job_is_pushed_to_the_jobs_page(catalog_data: Any, api: Any) -> None:
-    watch = Watch.open(catalog_data["bob"], "jobs", "namespace=demo", ["job-rows"])
-    created = add_job(api, "pushed")
+def test_the_jobs_page_watches_its_own_project_with_its_own_filters(catalog_data: Any) -> None:
+    client = client_for(catalog_data["bob"])
+    page = client.get("/p/demo/jobs?phase=Compiled&namespace=secret").content.decode()
+    # The address cannot point the page's live updates at another project.
+    assert 'data-view="jobs" data-query="namespace=demo&amp;phase=Compiled"' in page
+    page = client.get("/p/demo/jobs").content.decode()
+    assert 'data-view="jobs" data-query="namespace=demo"' in page
+
+
+def test_pages_showing_the_same_jobs_share_one_render(
+    catalog_data: Any, api: Any, monkeypatch: Any
+) -> None:
+    created = add_job(api, "shared")
     revision = int(created["metadata"]["resourceVersion"])
-    event = HubEvent(revision, TRAINING_JOBS.key, "demo", "pushed", "ADDED", created, None)
-    pushed = fragments(watch, [event])
-    assert 'hx-swap-oob="beforeend:#job-rows"' in pushed
-    assert 'id="job-demo-pushed"' in pushed
-    # A filter the job does not match pushes nothing; charlie, who may not read demo, neither.
-    quiet = Watch.open(catalog_data["bob"], "jobs", "namespace=demo&phase=Compiled", ["job-rows"])
-    assert "job-demo-pushed" not in fragments(quiet, [event])
-    outsider = Watch(
-        catalog_data["charlie"], "jobs", QueryDict("namespace=demo"), {"job-rows"}, {"nodus"}
-    )
-    assert "job-demo-pushed" not in fragments(outsider, [event])
+    event = HubEvent(revision, TRAINING_JOBS.key, "demo", "shared", "ADDED", created, None)
+    drawn: list[str] = []
+    draw = live.render_to_string
+
+    def counted(template: str, context: Any = None) -> str:
+        drawn.append(template)
+        return draw(template, context)
+
+    monkeypatch.setattr(live, "render_to_string", counted)
+    pages = [
+        Watch.open(catalog_data[who], "jobs", "namespace=demo&phase=Pending", [])
+        for who in ("alice", "bob", "alice")
+    ]
+    pushed = {fragments(watch, [event], fresh=False) for watch in pages}
+    assert len(pushed) == 1
+    assert 'id="job-demo-shared"' in pushed.pop()
+    assert drawn.count(live.JOB_RESULTS) == 1

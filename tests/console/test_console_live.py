@@ -15,6 +15,7 @@ from channels.testing import WebsocketCommunicator
 from django.test import Client
 
 from nodus_console.asgi import application
+from runtimes.console import live
 from runtimes.console.live import missed_notice
 from runtimes.console.summaries import DESCRIPTION
 from runtimes.registry.kinds import TRAINING_RUNTIMES
@@ -49,6 +50,7 @@ def revision_counter(transactional_db: Any) -> None:
 @pytest.fixture
 def fresh_hub() -> Any:
     hub.shutdown()
+    live.forget_renders()
     yield
     hub.shutdown()
 

@@ -1,0 +1,93 @@
+"""A project's Jobs page in a real browser, live as the catalog is: with a filter applied, jobs
+created and compiled by another client through the API appear in (or leave) the filtered list,
+and the count follows; a job the filter does not match is never listed."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from playwright.sync_api import Page, expect
+
+pytestmark = pytest.mark.browser
+
+GV = "/apis/nodus.dev/v1beta1"
+JOBS = f"{GV}/namespaces/demo/trainingjobs"
+
+
+def counts(page: Page) -> tuple[int, int]:
+    """The "N of M jobs" line: jobs the filters leave, jobs in the project."""
+    found = re.search(r"(\d+) of (\d+)", page.locator("#result-count").inner_text())
+    assert found, "no result count"
+    return int(found.group(1)), int(found.group(2))
+
+
+def create_job(server: Any, name: str) -> None:
+    body = {
+        "apiVersion": "nodus.dev/v1beta1",
+        "kind": "TrainingJob",
+        "metadata": {"name": name},
+        "spec": {
+            "runtimeRef": {"name": "sft-qwen3", "namespace": "nodus"},
+            "model": "Qwen/Qwen3-0.6B",
+            "method": "LoRA",
+            "data": "hf://datasets/nodus/alpaca",
+            "steps": 100,
+        },
+    }
+    answer = server.client("alice").post(JOBS, json=body)
+    assert answer.status_code == 201, answer.text
+
+
+def set_phase(server: Any, name: str, phase: str) -> None:
+    """As the controller would: a phase counts only for the generation it observed."""
+    root = server.client("root")
+    generation = root.get(f"{JOBS}/{name}").json()["metadata"]["generation"]
+    answer = root.patch(
+        f"{JOBS}/{name}/status",
+        json={"status": {"phase": phase, "observedGeneration": generation}},
+        headers={"Content-Type": "application/merge-patch+json"},
+    )
+    assert answer.status_code == 200, answer.text
+
+
+def test_a_pending_filter_takes_new_jobs_in_and_lets_compiled_ones_go(session_for: Any) -> None:
+    s = session_for("alice")
+    page = s.go("/p/demo/jobs?phase=Pending")
+    s.wait_live()
+    expect(page.locator("#job-phase")).to_have_value("Pending")
+    shown, total = counts(page)
+
+    create_job(s.server, "pending-one")
+    row = page.locator("#job-demo-pending-one")
+    expect(row).to_be_visible(timeout=10_000)
+    expect(row.locator("td[data-label=Phase]")).to_contain_text("Pending")
+    expect(page.locator("#result-count")).to_contain_text(f"{shown + 1} of {total + 1} ")
+
+    # Compiled: it no longer matches the page's filter, and leaves; the total keeps it.
+    set_phase(s.server, "pending-one", "Compiled")
+    expect(row).to_have_count(0, timeout=10_000)
+    expect(page.locator("#result-count")).to_contain_text(f"{shown} of {total + 1} ")
+    expect(page.locator("#live-notice")).not_to_contain_text("Reload")
+    s.shot("jobs-live-pending-filter")
+
+
+def test_a_search_lists_the_job_it_matches_and_not_the_other(session_for: Any) -> None:
+    s = session_for("bob")  # a viewer of demo: live updates need only read access
+    page = s.go("/p/demo/jobs?q=wanted")
+    s.wait_live()
+    expect(page.locator("#job-q")).to_have_value("wanted")
+    shown, total = counts(page)
+
+    create_job(s.server, "unrelated-run")
+    create_job(s.server, "wanted-run")
+    expect(page.locator("#job-demo-wanted-run")).to_be_visible(timeout=10_000)
+    # Both creations are reflected (the total has both), yet only the match is listed.
+    expect(page.locator("#result-count")).to_contain_text(f"{shown + 1} of {total + 2} ")
+    expect(page.locator("#job-demo-unrelated-run")).to_have_count(0)
+    names = page.locator("#job-rows th[data-label=Name]").all_inner_texts()
+    assert all("wanted" in n for n in names), names
+    # The search box keeps what the user typed; the live redraw touched only the results.
+    expect(page.locator("#job-q")).to_have_value("wanted")
+    s.shot("jobs-live-search")

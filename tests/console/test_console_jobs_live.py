@@ -1,0 +1,227 @@
+"""The Jobs page over the console websocket: its `results` block (count and rows) redrawn from the
+store for the page's own filters as the project's jobs come, change phase and go; one push for a
+burst; a redraw, said so, after the resume point was compacted; nothing for a project the user
+may not read."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+from asgiref.sync import sync_to_async
+from channels.testing import WebsocketCommunicator
+
+from runtimes.console import live
+from runtimes.registry.kinds import TRAINING_JOBS
+from runtimes.storage import compaction, store
+from runtimes.storage.models import RevisionCounter
+from runtimes.watch import hub
+from tests.console.test_console_live import connect, receive_until
+from tests.support.api import GV, ApiClient
+from tests.support.console import client_for
+
+pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
+SCRIPT = "<script>alert(1)</script>"
+
+
+@pytest.fixture(autouse=True)
+def revision_counter(transactional_db: Any) -> None:
+    RevisionCounter.objects.get_or_create(pk=1)
+
+
+@pytest.fixture
+def fresh_hub() -> Any:
+    hub.shutdown()
+    live.forget_renders()
+    yield
+    hub.shutdown()
+
+
+def add_job(api: Any, name: str, model: str = "Qwen/Qwen3-0.6B") -> dict[str, Any]:
+    body = {
+        "apiVersion": "nodus.dev/v1beta1",
+        "kind": "TrainingJob",
+        "metadata": {"name": name},
+        "spec": {
+            "runtimeRef": {"name": "sft-qwen3", "namespace": "nodus"},
+            "model": model,
+            "method": "LoRA",
+            "data": "hf://datasets/nodus/alpaca",
+            "steps": 100,
+        },
+    }
+    response = ApiClient.post(api("alice"), f"{GV}/namespaces/demo/trainingjobs", body)
+    assert response.status_code == 201, response.json_body
+    created: dict[str, Any] = response.json_body
+    return created
+
+
+def set_phase(name: str, phase: str, **compiled: Any) -> None:
+    def change(obj: dict[str, Any]) -> dict[str, Any]:
+        status = {**(obj.get("status") or {}), "phase": phase, "observedGeneration": 1}
+        if compiled:
+            status["compiled"] = compiled
+        obj["status"] = status
+        return obj
+
+    store.mutate(TRAINING_JOBS, "demo", name, change, subresource="status")
+
+
+def page_query(user: Any, filters: str) -> str:
+    """The watch query the Jobs page itself asks for, as its browser would send it."""
+    page = client_for(user).get(f"/p/demo/jobs?{filters}").content.decode()
+    found = re.search(r'data-view="jobs" data-query="([^"]*)"', page)
+    assert found, page[:2000]
+    return found.group(1).replace("&amp;", "&")
+
+
+async def watch_jobs(socket: WebsocketCommunicator, user: Any, filters: str, since: int) -> None:
+    query = await sync_to_async(page_query)(user, filters)
+    message = {"type": "watch", "view": "jobs", "query": query, "revision": since, "ids": []}
+    await socket.send_to(text_data=json.dumps(message))
+
+
+def results_of(message: str) -> str:
+    """The Jobs page's `results` block in a push (before the notice and the marker)."""
+    start = message.index('<div id="results"')
+    ends = [message.find(t, start) for t in ('<div id="live-notice"', '<span id="live-revision"')]
+    return message[start : min(e for e in ends if e >= 0)].strip()
+
+
+def count_of(message: str) -> str:
+    found = re.search(r'<p class="summary" id="result-count">([^<]*)</p>', results_of(message))
+    assert found, message
+    return found.group(1)
+
+
+async def now() -> int:
+    return int(await sync_to_async(store.current_revision)())
+
+
+async def test_a_filtered_jobs_page_redraws_its_count_and_rows_as_jobs_come_and_change_phase(
+    catalog_data: Any, api: Any, fresh_hub: Any
+) -> None:
+    socket = await connect(catalog_data["bob"])  # a viewer of demo
+    assert (await socket.connect())[0]
+    await watch_jobs(socket, catalog_data["bob"], "phase=Compiled", await now())
+
+    # A job that does not match the page's filter: not listed, but the total counts it.
+    await sync_to_async(add_job)(api, "first-run")
+    pending = await receive_until(socket, lambda m: 'id="results"' in m)
+    assert 'id="job-demo-first-run"' not in pending
+    assert count_of(pending) == "0 of 1 job"
+
+    # Compiled: it now matches, and lands in the list; the block is the page's own, byte for byte.
+    await sync_to_async(set_phase)("first-run", "Compiled")
+    compiled = await receive_until(socket, lambda m: 'id="job-demo-first-run"' in m)
+    assert count_of(compiled) == "1 of 1 job"
+    pushed = results_of(compiled)
+    assert pushed.startswith('<div id="results" class="job-results" hx-swap-oob="true">')
+    page = await sync_to_async(
+        lambda: client_for(catalog_data["bob"]).get("/p/demo/jobs?phase=Compiled").content.decode()
+    )()
+    assert pushed.replace(' hx-swap-oob="true"', "", 1) in page
+
+    # Rows come in the page's order (by name), not appended at the bottom.
+    await sync_to_async(add_job)(api, "another-run")
+    await sync_to_async(set_phase)("another-run", "Compiled")
+    both = results_of(await receive_until(socket, lambda m: 'id="job-demo-another-run"' in m))
+    assert both.index('id="job-demo-another-run"') < both.index('id="job-demo-first-run"')
+    assert "2 of 2 jobs" in both
+
+    await sync_to_async(store.delete)(TRAINING_JOBS, "demo", "first-run")
+    gone = await receive_until(socket, lambda m: 'id="job-demo-first-run"' not in m)
+    assert count_of(gone) == "1 of 1 job"
+    await socket.disconnect()
+
+
+async def test_a_job_leaves_a_pending_filter_once_compiled(
+    catalog_data: Any, api: Any, fresh_hub: Any
+) -> None:
+    await sync_to_async(add_job)(api, "soon-compiled")
+    socket = await connect(catalog_data["alice"])
+    assert (await socket.connect())[0]
+    await watch_jobs(socket, catalog_data["alice"], "phase=Pending", await now())
+    await sync_to_async(set_phase)("soon-compiled", "Compiled")
+    message = await receive_until(socket, lambda m: 'id="results"' in m)
+    assert 'id="job-demo-soon-compiled"' not in message
+    assert count_of(message) == "0 of 1 job"
+    await socket.disconnect()
+
+
+async def test_a_burst_of_jobs_is_one_redraw(catalog_data: Any, api: Any, fresh_hub: Any) -> None:
+    before = await now()
+    for i in range(6):
+        await sync_to_async(add_job)(api, f"burst-{i}")
+    socket = await connect(catalog_data["alice"])
+    assert (await socket.connect())[0]
+    await watch_jobs(socket, catalog_data["alice"], "q=burst", before)
+    message = await socket.receive_from(timeout=5)
+    assert all(f'id="job-demo-burst-{i}"' in message for i in range(6))
+    assert count_of(message) == "6 of 6 jobs"
+    assert await socket.receive_nothing(timeout=0.5)
+    await socket.disconnect()
+
+
+async def test_a_jobs_page_whose_resume_point_was_compacted_is_redrawn_and_told(
+    catalog_data: Any, api: Any, fresh_hub: Any
+) -> None:
+    before = await now()
+    for name in ("old-one", "old-two"):
+        await sync_to_async(add_job)(api, name)
+    await sync_to_async(compaction.compact)(1)
+    socket = await connect(catalog_data["bob"])
+    assert (await socket.connect())[0]
+    await watch_jobs(socket, catalog_data["bob"], "", before)
+    message = await socket.receive_from(timeout=5)
+    assert count_of(message) == "2 of 2 jobs"
+    assert "redrawn from the current state" in message
+    assert "Reload" not in message
+    assert f'<span id="live-revision" data-revision="{await now()}"' in message
+    # ... and it follows on from there.
+    await sync_to_async(add_job)(api, "after-redraw")
+    after = await receive_until(socket, lambda m: 'id="job-demo-after-redraw"' in m)
+    assert count_of(after) == "3 of 3 jobs"
+    await socket.disconnect()
+
+
+async def test_job_authored_text_stays_escaped(catalog_data: Any, api: Any, fresh_hub: Any) -> None:
+    await sync_to_async(add_job)(api, "hostile")
+    socket = await connect(catalog_data["alice"])
+    assert (await socket.connect())[0]
+    await watch_jobs(socket, catalog_data["alice"], "", await now())
+    await sync_to_async(set_phase)("hostile", "Compiled", accelerator=SCRIPT)
+    message = await receive_until(socket, lambda m: "phase-compiled" in m)
+    assert SCRIPT not in message
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in message
+    await socket.disconnect()
+
+
+async def test_nothing_of_a_project_the_user_may_not_read(
+    catalog_data: Any, api: Any, fresh_hub: Any
+) -> None:
+    before = await now()
+    socket = await connect(catalog_data["charlie"])  # reads nodus, not demo
+    assert (await socket.connect())[0]
+    query = {"type": "watch", "view": "jobs", "query": "namespace=demo", "ids": []}
+    await socket.send_to(text_data=json.dumps({**query, "revision": before}))
+    await sync_to_async(add_job)(api, "private-run")
+    message = await socket.receive_from(timeout=5)
+    assert "private-run" not in message
+    assert 'id="results"' not in message  # not even the count
+    # A page asking to be redrawn after a compaction gets no more.
+    await sync_to_async(add_job)(api, "private-two")
+    await sync_to_async(compaction.compact)(1)
+    await socket.send_to(text_data=json.dumps({**query, "revision": before, "key": 2}))
+    redrawn = await receive_until(socket, lambda m: 'data-watch="2"' in m)
+    assert "redrawn from the current state" in redrawn
+    assert "private-" not in redrawn
+    assert 'id="results"' not in redrawn
+    # A second namespace in the query does not choose another project either.
+    other = {**query, "query": "namespace=nodus&namespace=demo", "revision": await now()}
+    await socket.send_to(text_data=json.dumps({**other, "key": 3}))
+    await sync_to_async(set_phase)("private-run", "Compiled")
+    assert "private-" not in await receive_until(socket, lambda m: 'data-watch="3"' in m)
+    await socket.disconnect()
