@@ -6,6 +6,7 @@ Screenshots go to test-artifacts/screenshots/ (gitignored).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -115,3 +116,23 @@ def fill_manifest(page: Page, text: str) -> None:
     code = page.locator("#publish-manifest-editor .cm-content")
     if code.count():
         expect(code).to_contain_text(text.splitlines()[-1].strip())
+
+
+def result_counts(page: Page) -> tuple[int, int]:
+    """A live results block's "N of M ..." line: what the filters leave, and the total."""
+    found = re.search(r"(\d+) of (\d+)", page.locator("#result-count").inner_text())
+    assert found, "no result count"
+    return int(found.group(1)), int(found.group(2))
+
+
+def set_phase(server: LiveServer, path: str, phase: str) -> None:
+    """Sets the phase of the object at `path` (an API path) as the controller would: a phase
+    counts only for the generation it observed."""
+    root = server.client("root")
+    generation = root.get(path).json()["metadata"]["generation"]
+    answer = root.patch(
+        f"{path}/status",
+        json={"status": {"phase": phase, "observedGeneration": generation}},
+        headers={"Content-Type": "application/merge-patch+json"},
+    )
+    assert answer.status_code == 200, answer.text

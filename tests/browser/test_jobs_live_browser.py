@@ -4,11 +4,13 @@ and the count follows; a job the filter does not match is never listed."""
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import expect
+
+from tests.browser.conftest import result_counts, set_phase
+from tests.support.api import job_manifest
 
 pytestmark = pytest.mark.browser
 
@@ -16,40 +18,9 @@ GV = "/apis/nodus.dev/v1beta1"
 JOBS = f"{GV}/namespaces/demo/trainingjobs"
 
 
-def counts(page: Page) -> tuple[int, int]:
-    """The "N of M jobs" line: jobs the filters leave, jobs in the project."""
-    found = re.search(r"(\d+) of (\d+)", page.locator("#result-count").inner_text())
-    assert found, "no result count"
-    return int(found.group(1)), int(found.group(2))
-
-
 def create_job(server: Any, name: str) -> None:
-    body = {
-        "apiVersion": "nodus.dev/v1beta1",
-        "kind": "TrainingJob",
-        "metadata": {"name": name},
-        "spec": {
-            "runtimeRef": {"name": "sft-qwen3", "namespace": "nodus"},
-            "model": "Qwen/Qwen3-0.6B",
-            "method": "LoRA",
-            "data": "hf://datasets/nodus/alpaca",
-            "steps": 100,
-        },
-    }
-    answer = server.client("alice").post(JOBS, json=body)
+    answer = server.client("alice").post(JOBS, json=job_manifest(name))
     assert answer.status_code == 201, answer.text
-
-
-def set_phase(server: Any, name: str, phase: str) -> None:
-    """As the controller would: a phase counts only for the generation it observed."""
-    root = server.client("root")
-    generation = root.get(f"{JOBS}/{name}").json()["metadata"]["generation"]
-    answer = root.patch(
-        f"{JOBS}/{name}/status",
-        json={"status": {"phase": phase, "observedGeneration": generation}},
-        headers={"Content-Type": "application/merge-patch+json"},
-    )
-    assert answer.status_code == 200, answer.text
 
 
 def test_a_pending_filter_takes_new_jobs_in_and_lets_compiled_ones_go(session_for: Any) -> None:
@@ -57,7 +28,7 @@ def test_a_pending_filter_takes_new_jobs_in_and_lets_compiled_ones_go(session_fo
     page = s.go("/p/demo/jobs?phase=Pending")
     s.wait_live()
     expect(page.locator("#job-phase")).to_have_value("Pending")
-    shown, total = counts(page)
+    shown, total = result_counts(page)
 
     create_job(s.server, "pending-one")
     row = page.locator("#job-demo-pending-one")
@@ -66,7 +37,7 @@ def test_a_pending_filter_takes_new_jobs_in_and_lets_compiled_ones_go(session_fo
     expect(page.locator("#result-count")).to_contain_text(f"{shown + 1} of {total + 1} ")
 
     # Compiled: it no longer matches the page's filter, and leaves; the total keeps it.
-    set_phase(s.server, "pending-one", "Compiled")
+    set_phase(s.server, f"{JOBS}/pending-one", "Compiled")
     expect(row).to_have_count(0, timeout=10_000)
     expect(page.locator("#result-count")).to_contain_text(f"{shown} of {total + 1} ")
     expect(page.locator("#live-notice")).not_to_contain_text("Reload")
@@ -78,7 +49,7 @@ def test_a_search_lists_the_job_it_matches_and_not_the_other(session_for: Any) -
     page = s.go("/p/demo/jobs?q=wanted")
     s.wait_live()
     expect(page.locator("#job-q")).to_have_value("wanted")
-    shown, total = counts(page)
+    shown, total = result_counts(page)
 
     create_job(s.server, "unrelated-run")
     create_job(s.server, "wanted-run")

@@ -13,6 +13,7 @@ import pytest
 from playwright.sync_api import Page, WebSocketRoute, expect
 
 from runtimes.console.runtime_page import TABS
+from tests.browser.conftest import result_counts, set_phase
 from tests.support.watch_live import manifest
 
 pytestmark = pytest.mark.browser
@@ -21,27 +22,8 @@ GV = "/apis/nodus.dev/v1beta1"
 RUNTIMES = f"{GV}/namespaces/demo/trainingruntimes"
 
 
-def counts(page: Page) -> tuple[int, int]:
-    """The "N of M runtimes" line: rows the filters leave, runtimes in all."""
-    found = re.search(r"(\d+) of (\d+)", page.locator("#result-count").inner_text())
-    assert found, "no result count"
-    return int(found.group(1)), int(found.group(2))
-
-
 def facet(page: Page, name: str, value: str) -> Any:
     return page.locator(f"label:has(input[name={name}][value={value}]) .count")
-
-
-def set_phase(server: Any, name: str, phase: str) -> None:
-    """As the controller would: a phase counts only for the generation it observed."""
-    root = server.client("root")
-    generation = root.get(f"{RUNTIMES}/{name}").json()["metadata"]["generation"]
-    answer = root.patch(
-        f"{RUNTIMES}/{name}/status",
-        json={"status": {"phase": phase, "observedGeneration": generation}},
-        headers={"Content-Type": "application/merge-patch+json"},
-    )
-    assert answer.status_code == 200, answer.text
 
 
 def test_the_catalog_keeps_count_facets_and_order_as_runtimes_come_and_go(
@@ -50,7 +32,7 @@ def test_the_catalog_keeps_count_facets_and_order_as_runtimes_come_and_go(
     s = session_for("alice")
     page = s.go("/?project=demo&sort=name")
     s.wait_live()
-    shown, total = counts(page)
+    shown, total = result_counts(page)
     pending = facet(page, "phase", "Pending")
     pending_before = int(pending.inner_text()) if pending.count() else 0
     ready = facet(page, "phase", "Ready")
@@ -69,7 +51,7 @@ def test_the_catalog_keeps_count_facets_and_order_as_runtimes_come_and_go(
     expect(pending).to_have_text(str(pending_before + 2))
     s.shot("catalog-live-sorted")
 
-    set_phase(s.server, "zzz-live-last", "Ready")
+    set_phase(s.server, f"{RUNTIMES}/zzz-live-last", "Ready")
     expect(pending).to_have_text(str(pending_before + 1), timeout=10_000)
     expect(ready).to_have_text(str(ready_before + 1))
     assert api.delete(f"{RUNTIMES}/aaa-live-first").status_code == 200
@@ -87,12 +69,12 @@ def test_a_row_that_stops_matching_the_filters_goes(session_for: Any) -> None:
     s = session_for("alice")
     page = s.go("/?project=demo&phase=Pending")
     s.wait_live()
-    shown, total = counts(page)
+    shown, total = result_counts(page)
     api = s.server.client("alice")
     assert api.post(RUNTIMES, json=manifest("pending-for-now")).status_code == 201
     row = page.locator("#tr-demo-pending-for-now")
     expect(row).to_be_visible(timeout=10_000)
-    set_phase(s.server, "pending-for-now", "Ready")
+    set_phase(s.server, f"{RUNTIMES}/pending-for-now", "Ready")
     expect(row).to_have_count(0, timeout=10_000)
     expect(page.locator("#result-count")).to_contain_text(f"{shown} of {total + 1} ")
     assert api.delete(f"{RUNTIMES}/pending-for-now").status_code == 200
@@ -172,7 +154,7 @@ def test_a_dropped_socket_says_reconnecting_and_resumes_without_gap_or_duplicate
     # Changes made while it is down: two created, one changed, one deleted.
     assert api.post(RUNTIMES, json=manifest("rc-while-one")).status_code == 201
     assert api.post(RUNTIMES, json=manifest("rc-while-two")).status_code == 201
-    set_phase(s.server, "rc-while-one", "Ready")
+    set_phase(s.server, f"{RUNTIMES}/rc-while-one", "Ready")
     assert api.delete(f"{RUNTIMES}/rc-before").status_code == 200
     listed = api.get(RUNTIMES).json()
     latest = listed["metadata"]["resourceVersion"]
@@ -195,4 +177,4 @@ def test_a_dropped_socket_says_reconnecting_and_resumes_without_gap_or_duplicate
     assert len(ids) == len(set(ids))
     names = sorted(o["metadata"]["name"] for o in listed["items"])
     assert ids == [f"tr-demo-{n}" for n in names]
-    assert counts(page)[0] == len(names)
+    assert result_counts(page)[0] == len(names)

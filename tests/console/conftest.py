@@ -6,7 +6,9 @@ from typing import Any
 
 import pytest
 
-from runtimes.storage.models import Project
+from runtimes.console import live
+from runtimes.storage.models import Project, RevisionCounter
+from runtimes.watch import hub
 from tests.support.api import runtime_manifest
 from tests.support.console import managed_catalog, put_runtime
 
@@ -34,3 +36,20 @@ def catalog_data(actors: dict[str, Any]) -> dict[str, Any]:
     put_runtime("demo", runtime_manifest("eval-demo", task="Evaluate", modes=["Evaluate"]))
     put_runtime("secret", runtime_manifest("hidden-runtime"))
     return actors
+
+
+@pytest.fixture
+def revision_counter(transactional_db: Any) -> None:
+    """For the live (websocket) tests: a transactional test before may have flushed the
+    revision counter's row the migration created."""
+    RevisionCounter.objects.get_or_create(pk=1)
+
+
+@pytest.fixture
+def fresh_hub() -> Any:
+    """A hub started afresh for the test, and no render shared from an earlier test's store
+    (whose revisions a flushed database numbers again from the start)."""
+    hub.shutdown()
+    live.forget_renders()
+    yield
+    hub.shutdown()

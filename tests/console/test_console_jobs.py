@@ -15,7 +15,7 @@ from runtimes.console.live import Watch, fragments
 from runtimes.registry.kinds import TRAINING_JOBS
 from runtimes.storage import store
 from runtimes.watch.hub import HubEvent
-from tests.support.api import GV, ApiClient
+from tests.support.api import GV, ApiClient, job_manifest
 from tests.support.console import client_for, form_fields
 
 pytestmark = pytest.mark.django_db
@@ -73,20 +73,9 @@ def test_only_editors_get_the_create_button(catalog_data: Any) -> None:
     assert "data-create-job" not in bob
 
 
-def add_job(api: Any, name: str, method: str = "LoRA") -> dict[str, Any]:
-    body = {
-        "apiVersion": "nodus.dev/v1beta1",
-        "kind": "TrainingJob",
-        "metadata": {"name": name},
-        "spec": {
-            "runtimeRef": {"name": "sft-qwen3", "namespace": "nodus"},
-            "model": "Qwen/Qwen3-0.6B",
-            "method": method,
-            "data": "hf://datasets/nodus/alpaca",
-            "steps": 100,
-        },
-    }
-    response = api("alice").post(f"{GV}/namespaces/demo/trainingjobs", body)
+def add_job(api: Any, name: str, **spec: Any) -> dict[str, Any]:
+    """alice creates a job of sft-qwen3 in demo (`spec` on top of `job_manifest`'s)."""
+    response = api("alice").post(f"{GV}/namespaces/demo/trainingjobs", job_manifest(name, **spec))
     assert response.status_code == 201, response.json_body
     created: dict[str, Any] = response.json_body
     return created

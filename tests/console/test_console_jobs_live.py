@@ -13,49 +13,17 @@ import pytest
 from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 
-from runtimes.console import live
 from runtimes.registry.kinds import TRAINING_JOBS
 from runtimes.storage import compaction, store
-from runtimes.storage.models import RevisionCounter
-from runtimes.watch import hub
+from tests.console.test_console_jobs import add_job
 from tests.console.test_console_live import connect, receive_until
-from tests.support.api import GV, ApiClient
 from tests.support.console import client_for
 
-pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
+pytestmark = [
+    pytest.mark.django_db(transaction=True, serialized_rollback=True),
+    pytest.mark.usefixtures("revision_counter"),
+]
 SCRIPT = "<script>alert(1)</script>"
-
-
-@pytest.fixture(autouse=True)
-def revision_counter(transactional_db: Any) -> None:
-    RevisionCounter.objects.get_or_create(pk=1)
-
-
-@pytest.fixture
-def fresh_hub() -> Any:
-    hub.shutdown()
-    live.forget_renders()
-    yield
-    hub.shutdown()
-
-
-def add_job(api: Any, name: str, model: str = "Qwen/Qwen3-0.6B") -> dict[str, Any]:
-    body = {
-        "apiVersion": "nodus.dev/v1beta1",
-        "kind": "TrainingJob",
-        "metadata": {"name": name},
-        "spec": {
-            "runtimeRef": {"name": "sft-qwen3", "namespace": "nodus"},
-            "model": model,
-            "method": "LoRA",
-            "data": "hf://datasets/nodus/alpaca",
-            "steps": 100,
-        },
-    }
-    response = ApiClient.post(api("alice"), f"{GV}/namespaces/demo/trainingjobs", body)
-    assert response.status_code == 201, response.json_body
-    created: dict[str, Any] = response.json_body
-    return created
 
 
 def set_phase(name: str, phase: str, **compiled: Any) -> None:

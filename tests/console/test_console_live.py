@@ -15,17 +15,18 @@ from channels.testing import WebsocketCommunicator
 from django.test import Client
 
 from nodus_console.asgi import application
-from runtimes.console import live
 from runtimes.console.live import missed_notice
 from runtimes.console.summaries import DESCRIPTION
 from runtimes.registry.kinds import TRAINING_RUNTIMES
 from runtimes.storage import compaction, store
-from runtimes.storage.models import Project, RevisionCounter
-from runtimes.watch import hub
+from runtimes.storage.models import Project
 from tests.support.api import runtime_manifest
 from tests.support.console import client_for, put_runtime
 
-pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
+pytestmark = [
+    pytest.mark.django_db(transaction=True, serialized_rollback=True),
+    pytest.mark.usefixtures("revision_counter"),
+]
 
 
 def session_cookie(user: Any) -> bytes:
@@ -39,20 +40,6 @@ async def connect(user: Any | None, origin: bytes = b"http://testserver") -> Web
     if user is not None:
         headers.append((b"cookie", await sync_to_async(session_cookie)(user)))
     return WebsocketCommunicator(application, "/ws/console", headers=headers)
-
-
-@pytest.fixture(autouse=True)
-def revision_counter(transactional_db: Any) -> None:
-    # A transactional test before this one may have flushed the row the migration created.
-    RevisionCounter.objects.get_or_create(pk=1)
-
-
-@pytest.fixture
-def fresh_hub() -> Any:
-    hub.shutdown()
-    live.forget_renders()
-    yield
-    hub.shutdown()
 
 
 async def watch(socket: WebsocketCommunicator, view: str, query: str, ids: list[str]) -> None:

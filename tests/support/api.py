@@ -74,3 +74,20 @@ def runtime_manifest(
     if namespace:
         body["metadata"]["namespace"] = namespace
     return body
+
+
+def job_manifest(name: str, **spec: Any) -> dict[str, Any]:
+    """A TrainingJob of sft-qwen3 (managed, in project nodus) that compiles, with `spec` on top."""
+    return {
+        "apiVersion": "nodus.dev/v1beta1",
+        "kind": "TrainingJob",
+        "metadata": {"name": name},
+        "spec": {
+            "runtimeRef": {"name": "sft-qwen3", "namespace": "nodus"},
+            "model": "Qwen/Qwen3-0.6B",
+            "method": "LoRA",
+            "data": "hf://datasets/nodus/alpaca",
+            "steps": 100,
+            **spec,
+        },
+    }
