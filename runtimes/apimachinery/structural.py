@@ -12,7 +12,7 @@ from typing import Any
 from runtimes.apimachinery import fielderrors as fe
 from runtimes.apimachinery.fielderrors import FieldError
 from runtimes.apimachinery.formats import check_format
-from runtimes.apimachinery.schema_nodes import Field, child_path
+from runtimes.apimachinery.schema_nodes import Field, child_path, is_whole_float
 
 _NOUNS = {
     "object": "objects",
@@ -51,7 +51,8 @@ def _has_type(node: Field, value: Any) -> bool:
     if isinstance(value, bool):  # bool is an int in Python, never in JSON
         return False
     if kind == "integer":
-        return isinstance(value, int)
+        # kube-openapi's type check: a whole float64 is an integer (swag.IsFloat64AJSONInteger).
+        return isinstance(value, int) or is_whole_float(value)
     return (
         isinstance(value, int | float | str)
         if kind == "quantity"
