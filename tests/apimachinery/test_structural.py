@@ -65,10 +65,17 @@ def test_it_counts_null_as_unset_but_not_inside_lists() -> None:
     assert _causes(["x", None], node)[0][:2] == ("spec.x[1]", "FieldValueRequired")
 
 
-def test_it_checks_map_values_at_bracketed_keys() -> None:
+def test_it_checks_map_values_at_dotted_keys_as_kube_openapi_names_them() -> None:
     node = Field("map", "Times.", values=Field("number", "T.", minimum=0, exclusive_minimum=True))
     assert _causes({"h100-80g": 1.5, "l4-24g": 0}, node) == [
-        ("spec.x[l4-24g]", "FieldValueInvalid", "Invalid value: 0: must be greater than 0")
+        ("spec.x.l4-24g", "FieldValueInvalid", "Invalid value: 0: must be greater than 0")
+    ]
+    assert _causes({"a": "fast"}, node) == [
+        (
+            "spec.x.a",
+            "FieldValueTypeInvalid",
+            'Invalid value: "string": spec.x.a in body must be of type number: "string"',
+        )
     ]
 
 

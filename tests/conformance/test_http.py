@@ -1031,6 +1031,32 @@ SEQUENCES = [
         ),
     ),
     Sequence(
+        "a-map-value-of-the-wrong-type-is-named-with-a-dot",
+        "kube-openapi pkg/validation/validate/object_validator.go (an additionalProperties "
+        'value is validated at o.Path + "." + key); apiextensions-apiserver '
+        "pkg/apiserver/validation/validation.go kubeOpenAPIResultToFieldErrors",
+        (
+            Step(
+                "POST",
+                TRS,
+                422,
+                runtime("a", estimate={"secondsPerStep": {"h100-80g": "fast"}}),
+                expect=invalid(
+                    "a",
+                    ANY,
+                    [
+                        cause(
+                            "FieldValueTypeInvalid",
+                            "spec.estimate.secondsPerStep.h100-80g",
+                            'Invalid value: "string": spec.estimate.secondsPerStep.h100-80g in '
+                            'body must be of type number: "string"',
+                        )
+                    ],
+                ),
+            ),
+        ),
+    ),
+    Sequence(
         "a-non-object-body-is-400",
         f"{APISERVER} TestCreateChecksDecode",
         (Step("POST", TRS, 400, b"[1,2,3]", expect=failure(400, "BadRequest")),),
