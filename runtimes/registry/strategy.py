@@ -85,6 +85,14 @@ class StatusStrategy(Strategy):
         if managed_fields is not None:
             new["metadata"]["managedFields"] = managed_fields
 
+    # The body is decoded as the kind's whole object, as at the main endpoint (kube's status
+    # scope shares its serializer): unknown fields anywhere count, status's included.
+    def unknown_fields(self, obj: Obj) -> list[str]:
+        return self.main.unknown_fields(obj)
+
+    def prune_unknown(self, obj: Obj) -> None:
+        self.main.prune_unknown(obj)
+
     def normalize(self, obj: Obj) -> None:
         self.main.normalize(obj)
 
