@@ -296,6 +296,55 @@ SEQUENCES = [
         ),
     ),
     Sequence(
+        "a-viewer-is-refused-a-write-before-its-media-type-is-read",
+        "apiserver pkg/endpoints/filters/authorization.go (before any handler) before "
+        "handlers/patch.go (patchTypes) and handlers/update.go (the body's decoder)",
+        (
+            create("a"),
+            *(
+                Step(
+                    method,
+                    path,
+                    403,
+                    "spec: {task: DPO}",
+                    "text/plain",
+                    who="bob",
+                    expect=failure(
+                        403,
+                        "Forbidden",
+                        Re(
+                            rf'trainingruntimes\.nodus\.dev {quoted}is forbidden: User "bob" '
+                            rf'cannot {verb} resource "trainingruntimes" in API group '
+                            r'"nodus\.dev" in the namespace "demo"'
+                        ),
+                    ),
+                )
+                for method, path, verb, quoted in (
+                    ("PATCH", f"{TRS}/a", "patch", '"a" '),
+                    ("PUT", f"{TRS}/a", "update", '"a" '),
+                    ("PATCH", TRS, "patch", ""),
+                )
+            ),
+            # An editor who may write gets as far as the media type.
+            Step(
+                "PATCH",
+                f"{TRS}/a",
+                415,
+                "spec: {task: DPO}",
+                "text/plain",
+                expect=failure(415, "UnsupportedMediaType"),
+            ),
+            Step(
+                "PUT",
+                f"{TRS}/a",
+                415,
+                "spec: {task: DPO}",
+                "text/plain",
+                expect=failure(415, "UnsupportedMediaType"),
+            ),
+        ),
+    ),
+    Sequence(
         "post-to-an-item-path-creates-from-the-body-and-an-existing-name-is-409",
         f"{CREATE} (createHandler: the URL's name only names the admission request)",
         (
