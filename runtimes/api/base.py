@@ -103,6 +103,7 @@ class KubeView(APIView):
         )
         if plural is not None and self.rt.namespaced and "namespace" not in kwargs:
             self.check_cluster_scope(request)
+        self.check_media_type(request)
 
     def across_namespaces(self, request: Request) -> bool:
         """Whether this request is served at the cluster scope of a namespaced kind."""
@@ -128,8 +129,12 @@ class KubeView(APIView):
         return True
 
     def refuse_unservable(self, request: Request) -> None:
-        """Raises for a request this view cannot serve whoever sends it (a body of the wrong
-        media type, a subresource the kind lacks): answered before the role check, as always."""
+        """Raises for a request this view cannot serve whoever sends it (a method or a
+        subresource the kind lacks): answered before the role check, as always."""
+
+    def check_media_type(self, request: Request) -> None:
+        """Raises 415 for a body this write cannot take, once the caller may make it: kube
+        authorizes in a filter before any handler, and the handler reads the media type."""
 
     def write_context(
         self, request: Request, kind: str, apply: bool = False

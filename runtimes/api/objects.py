@@ -107,7 +107,7 @@ class CollectionView(KubeView):
     def accepted_media_types(self) -> list[str]:  # type: ignore[override]
         return patch_or_body_types(self.request)
 
-    def refuse_unservable(self, request: Request) -> None:
+    def check_media_type(self, request: Request) -> None:
         if request.method == "PATCH":
             check_content_type(request, media.PATCH_TYPES, self)
 
@@ -185,7 +185,7 @@ class ItemView(KubeView):
     def _namespace(self, namespace: str | None) -> str:
         return namespace or ""
 
-    def refuse_unservable(self, request: Request) -> None:
+    def check_media_type(self, request: Request) -> None:
         if request.method == "PUT":
             check_content_type(request, (media.JSON, media.YAML), self)
         elif request.method == "PATCH":
@@ -383,7 +383,6 @@ class StatusView(ItemView):
         if self.rt.status_strategy is None:
             # A kind without the subresource: kube's CRD handler answers the object NotFound.
             raise errors.not_found(self.rt.plural, self.rt.group, self.kwargs.get("name", ""))
-        super().refuse_unservable(request)
 
 
 class UnknownSubresourceView(KubeView):

@@ -122,6 +122,42 @@ def prune_unknown(value: Any, node: Field) -> Any:
     return value
 
 
+# go-openapi's swag.IsFloat64AJSONInteger: ECMAScript's safe integers, -(2^53-1) to 2^53-1.
+MAX_JSON_INTEGER = 2**53 - 1
+
+
+def is_whole_float(value: Any) -> bool:
+    """A float that kube-openapi's type check takes for an integer (`swag.IsFloat64AJSONInteger`:
+    a whole number within the safe range; NaN and infinities are never decoded)."""
+    return isinstance(value, float) and value.is_integer() and abs(value) <= MAX_JSON_INTEGER
+
+
+def whole_floats_as_integers(value: Any, node: Field) -> Any:
+    """Turns, in place, every whole float under an integer (or int-or-string) field into an
+    int; returns `value`. kube decodes ``2.0`` as a float64, its schema check accepts a whole
+    one for an integer field, and Go's encoder writes it as ``2``: stored and read back, it is
+    the integer. Walks the schema's nodes only, so free-form fields keep what was sent."""
+    if node.preserve_unknown:
+        return value
+    if node.type == "object" and isinstance(value, dict):
+        for key, child in node.properties.items():
+            if key in value:
+                value[key] = _whole_float_as_integer(value[key], child)
+    elif node.type == "map" and isinstance(value, dict) and node.values is not None:
+        for key, item in value.items():
+            value[key] = _whole_float_as_integer(item, node.values)
+    elif node.type == "array" and isinstance(value, list) and node.items is not None:
+        for index, item in enumerate(value):
+            value[index] = _whole_float_as_integer(item, node.items)
+    return value
+
+
+def _whole_float_as_integer(value: Any, node: Field) -> Any:
+    if node.type in ("integer", "quantity"):
+        return int(value) if is_whole_float(value) else value
+    return whole_floats_as_integers(value, node)
+
+
 _SEGMENT = re.compile(r"([^.\[\]]+)|\[([^\]]*)\]")
 
 

@@ -2,7 +2,9 @@
 
 Walks a value against a `Field` tree and reports every type error, missing required field,
 unsupported enum value, duplicate list entry, list-length and format problem, each with its
-exact path. Null values count as unset, as they do for custom resources.
+exact path, named as kube-openapi names it (``spec.presets[0].model``, a map value
+``spec.estimate.secondsPerStep.h100-80g``). Null values count as unset, as they do for custom
+resources.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from typing import Any
 from runtimes.apimachinery import fielderrors as fe
 from runtimes.apimachinery.fielderrors import FieldError
 from runtimes.apimachinery.formats import check_format
-from runtimes.apimachinery.schema_nodes import Field, child_path
+from runtimes.apimachinery.schema_nodes import Field, child_path, is_whole_float
 
 _NOUNS = {
     "object": "objects",
@@ -51,7 +53,8 @@ def _has_type(node: Field, value: Any) -> bool:
     if isinstance(value, bool):  # bool is an int in Python, never in JSON
         return False
     if kind == "integer":
-        return isinstance(value, int)
+        # kube-openapi's type check: a whole float64 is an integer (swag.IsFloat64AJSONInteger).
+        return isinstance(value, int) or is_whole_float(value)
     return (
         isinstance(value, int | float | str)
         if kind == "quantity"
@@ -75,10 +78,12 @@ def structural_errors(value: Any, node: Field, path: str) -> list[FieldError]:
     if node.type == "object":
         return _object_errors(value, node, path)
     if node.type == "map":
+        # A map value's path is dotted (spec.x.key), as kube-openapi's objectValidator names an
+        # additionalProperties value (o.Path + "." + key); field.Path.Key writes [key].
         errors: list[FieldError] = []
         for key, item in value.items():
             if item is not None and node.values is not None:
-                errors.extend(structural_errors(item, node.values, f"{path}[{key}]"))
+                errors.extend(structural_errors(item, node.values, child_path(path, key)))
         return errors
     if node.type == "array":
         return _array_errors(value, node, path)

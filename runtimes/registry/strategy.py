@@ -57,6 +57,13 @@ class Strategy:
         if self.root_schema is not None:
             schema_nodes.prune_unknown(obj, self.root_schema)
 
+    def normalize(self, obj: Obj) -> None:
+        """Makes a decoded body what kube would store, in place, before any other step: a
+        whole float in an integer field becomes the integer (kube's type check takes 2.0 for
+        one, and Go writes it as 2)."""
+        if self.root_schema is not None:
+            schema_nodes.whole_floats_as_integers(obj, self.root_schema)
+
 
 class StatusStrategy(Strategy):
     """The /status subresource: only status changes; the rest is taken from the old object."""
@@ -77,6 +84,17 @@ class StatusStrategy(Strategy):
             new["status"] = status
         if managed_fields is not None:
             new["metadata"]["managedFields"] = managed_fields
+
+    # The body is decoded as the kind's whole object, as at the main endpoint (kube's status
+    # scope shares its serializer): unknown fields anywhere count, status's included.
+    def unknown_fields(self, obj: Obj) -> list[str]:
+        return self.main.unknown_fields(obj)
+
+    def prune_unknown(self, obj: Obj) -> None:
+        self.main.prune_unknown(obj)
+
+    def normalize(self, obj: Obj) -> None:
+        self.main.normalize(obj)
 
     def derive(self, obj: Obj) -> None:
         self.main.derive(obj)

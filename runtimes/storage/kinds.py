@@ -15,7 +15,8 @@ from runtimes.apimachinery.meta import Obj
 
 
 class WriteStrategy(Protocol):
-    """The hooks one write calls, in order: prepare, default, validate, warn, derive."""
+    """The hooks one write calls, in order: normalize, prepare, default, validate, warn,
+    derive."""
 
     @property
     def subresource(self) -> str: ...
@@ -35,6 +36,8 @@ class WriteStrategy(Protocol):
     def unknown_fields(self, obj: Obj) -> list[str]: ...
 
     def prune_unknown(self, obj: Obj) -> None: ...
+
+    def normalize(self, obj: Obj) -> None: ...
 
 
 class StoredKind(Protocol):

@@ -178,6 +178,7 @@ def _prepare_create(
         meta.pop(system, None)
     warnings: list[str] = []
     _apply_field_validation(rt, rt.strategy, obj, field_validation, warnings, decoded)
+    rt.strategy.normalize(obj)
     warnings += ownership.dedup_owner_references(meta)
     rt.strategy.prepare_for_create(obj)
     rt.strategy.default(obj)
@@ -258,9 +259,12 @@ def _prepare_update(
         else:
             meta.pop(system, None)
     warnings: list[str] = []
+    # Every subresource decodes the whole body (kube's status scope shares the main one's
+    # serializer), so fieldValidation judges it all; /status then keeps only the status.
+    _apply_field_validation(rt, strategy, new, field_validation, warnings, decoded)
     if strategy.subresource == "":
-        _apply_field_validation(rt, strategy, new, field_validation, warnings, decoded)
         warnings += ownership.dedup_owner_references(meta)
+    strategy.normalize(new)
     strategy.prepare_for_update(new, old)
     strategy.default(new)
     _validate(rt, strategy, new, old)

@@ -205,6 +205,20 @@ def test_it_stores_nodes_above_one_as_distributed_nodes(alice: ApiClient) -> Non
     assert "resources" not in spec
 
 
+def test_it_takes_a_whole_float_for_an_integer_and_stores_the_integer(alice: ApiClient) -> None:
+    # kube-openapi's type check takes a whole float64 for an integer; Go writes it back as one.
+    response = alice.post(TJS, job({"steps": 1000.0, "resources": {"nodes": 2.0}}))
+    assert response.status_code == 201, response.json_body
+    for answer in (response, alice.get(f"{TJS}/tune")):
+        spec = answer.json_body["spec"]
+        assert (spec["steps"], spec["distributed"]) == (1000, {"nodes": 2})
+        assert type(spec["steps"]) is int
+        assert type(spec["distributed"]["nodes"]) is int
+    # A fraction is still a number, refused as kube refuses it.
+    response = alice.post(TJS, job({"steps": 1000.5}) | {"metadata": {"name": "b"}})
+    assert refused(response) == [("spec.steps", "FieldValueTypeInvalid")]
+
+
 def test_it_stores_a_presets_nodes_as_distributed_nodes(
     api: Callable[[str | None], ApiClient],
 ) -> None:

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from runtimes.apimachinery.schema_nodes import Field, integer, obj, string
+from runtimes.apimachinery.schema_nodes import (
+    Field,
+    integer,
+    obj,
+    string,
+    whole_floats_as_integers,
+)
 from runtimes.apimachinery.structural import expected_type, structural_errors
 
 PAIR = obj("A pair.", "", ("a", "b"), a=string("A."), b=string("B."))
@@ -59,10 +65,17 @@ def test_it_counts_null_as_unset_but_not_inside_lists() -> None:
     assert _causes(["x", None], node)[0][:2] == ("spec.x[1]", "FieldValueRequired")
 
 
-def test_it_checks_map_values_at_bracketed_keys() -> None:
+def test_it_checks_map_values_at_dotted_keys_as_kube_openapi_names_them() -> None:
     node = Field("map", "Times.", values=Field("number", "T.", minimum=0, exclusive_minimum=True))
     assert _causes({"h100-80g": 1.5, "l4-24g": 0}, node) == [
-        ("spec.x[l4-24g]", "FieldValueInvalid", "Invalid value: 0: must be greater than 0")
+        ("spec.x.l4-24g", "FieldValueInvalid", "Invalid value: 0: must be greater than 0")
+    ]
+    assert _causes({"a": "fast"}, node) == [
+        (
+            "spec.x.a",
+            "FieldValueTypeInvalid",
+            'Invalid value: "string": spec.x.a in body must be of type number: "string"',
+        )
     ]
 
 
@@ -71,3 +84,30 @@ def test_it_describes_expected_types_for_people() -> None:
     assert expected_type(Field("map", values=Field("number"))) == "must be a map of numbers"
     assert expected_type(integer("")) == "must be an integer"
     assert expected_type(Field("boolean")) == "must be a boolean"
+
+
+def test_a_whole_float_within_the_safe_range_is_an_integer() -> None:
+    # kube-openapi: swag.IsFloat64AJSONInteger, whole and within -(2^53-1) to 2^53-1.
+    for whole in (2.0, -3.0, 0.0, float(2**53 - 1)):
+        assert _causes(whole, integer("N.")) == []
+    for other in (2.5, float(2**53), 1e300):
+        assert _causes(other, integer("N."))[0][2].endswith('must be of type integer: "number"')
+
+
+def test_whole_floats_become_integers_under_integer_fields_only() -> None:
+    node = obj(
+        "Root.",
+        n=integer("N."),
+        x=Field("number", "X."),
+        ns=Field("array", "Ns.", items=integer("N.")),
+        free=Field("object", "Free.", preserve_unknown=True),
+        q=Field("quantity", "Q."),
+    )
+    value = {"n": 2.0, "x": 2.0, "ns": [1.0, 2.5], "free": {"n": 2.0}, "q": 8.0}
+    assert whole_floats_as_integers(value, node) == value
+    assert [type(value["n"]), type(value["ns"][0]), type(value["q"])] == [int, int, int]
+    assert [type(value["x"]), type(value["ns"][1]), type(value["free"]["n"])] == [
+        float,
+        float,
+        float,
+    ]

@@ -31,6 +31,7 @@ from tests.conformance.harness import (
 )
 from tests.conformance.patterns import (
     ABSENT,
+    ANY,
     Re,
     contains,
     same,
@@ -45,6 +46,7 @@ VALIDATOR = "apiextensions-apiserver pkg/registry/customresource/validator.go"
 NAMER = "apiserver pkg/endpoints/handlers/namer.go"
 CREATE = "apiserver pkg/endpoints/handlers/create.go"
 REQUEST_INFO = "apiserver pkg/endpoints/request/requestinfo.go"
+TYPE_CHECK = "kube-openapi pkg/validation/validate/type.go typeValidator.Validate"
 
 # kube's handlers (create.go, update.go transformDecodeError) before a strict decoding error.
 CANNOT = 'TrainingRuntime in version "v1beta1" cannot be handled as a TrainingRuntime: '
@@ -67,6 +69,15 @@ REPEATED_TASK = (
     .replace('"task":"SFT"', '"task":"DPO","task":"SFT"')
     .encode()
 )
+
+
+# A preset whose integer fields are sent as whole floats (orjson writes 1.0 and 2.0).
+WHOLE_FLOAT_PRESET = {
+    "model": "Qwen/Qwen3-0.6B",
+    "method": "LoRA",
+    "resources": {"nodes": 1.0, "gpu": {"count": 2.0, "type": ["H100"]}},
+}
+FOUR_GPUS = {"nodes": 1.0, "gpu": {"count": 4.0, "type": ["H100"]}}
 
 
 def unknown_field_create(query: str, status: int, **kw: object) -> Step:
@@ -281,6 +292,55 @@ SEQUENCES = [
                     'trainingruntimes.nodus.dev is forbidden: User "bob" cannot update resource '
                     '"trainingruntimes" in API group "nodus.dev" in the namespace "demo"',
                 ),
+            ),
+        ),
+    ),
+    Sequence(
+        "a-viewer-is-refused-a-write-before-its-media-type-is-read",
+        "apiserver pkg/endpoints/filters/authorization.go (before any handler) before "
+        "handlers/patch.go (patchTypes) and handlers/update.go (the body's decoder)",
+        (
+            create("a"),
+            *(
+                Step(
+                    method,
+                    path,
+                    403,
+                    "spec: {task: DPO}",
+                    "text/plain",
+                    who="bob",
+                    expect=failure(
+                        403,
+                        "Forbidden",
+                        Re(
+                            rf'trainingruntimes\.nodus\.dev {quoted}is forbidden: User "bob" '
+                            rf'cannot {verb} resource "trainingruntimes" in API group '
+                            r'"nodus\.dev" in the namespace "demo"'
+                        ),
+                    ),
+                )
+                for method, path, verb, quoted in (
+                    ("PATCH", f"{TRS}/a", "patch", '"a" '),
+                    ("PUT", f"{TRS}/a", "update", '"a" '),
+                    ("PATCH", TRS, "patch", ""),
+                )
+            ),
+            # An editor who may write gets as far as the media type.
+            Step(
+                "PATCH",
+                f"{TRS}/a",
+                415,
+                "spec: {task: DPO}",
+                "text/plain",
+                expect=failure(415, "UnsupportedMediaType"),
+            ),
+            Step(
+                "PUT",
+                f"{TRS}/a",
+                415,
+                "spec: {task: DPO}",
+                "text/plain",
+                expect=failure(415, "UnsupportedMediaType"),
             ),
         ),
     ),
@@ -541,6 +601,58 @@ SEQUENCES = [
                         },
                     },
                 },
+            ),
+        ),
+    ),
+    Sequence(
+        "a-whole-float-in-an-integer-field-is-the-integer",
+        f"{TYPE_CHECK} isFloatInt (swag.IsFloat64AJSONInteger); encoding/json writes a whole "
+        "float64 as an integer",
+        (
+            Step(
+                "POST",
+                TRS,
+                201,
+                runtime("a", presets=[WHOLE_FLOAT_PRESET]),
+                text=contains('"nodes":1,"gpu":{"count":2,"type"'),
+            ),
+            Step("GET", f"{TRS}/a", 200, text=contains('"nodes":1,"gpu":{"count":2,"type"')),
+            # The same in a merge patch, and in a YAML body (where 8.0 is a float too).
+            merge("a", {"spec": {"presets": [{**WHOLE_FLOAT_PRESET, "resources": FOUR_GPUS}]}}),
+            get("a", text=contains('"gpu":{"count":4,"type"')),
+            Step(
+                "POST",
+                TRS,
+                201,
+                YAML_BODY.replace('name: "y"', "name: b")
+                + "  presets:\n  - {model: Qwen/Qwen3-0.6B, method: LoRA,\n"
+                "     resources: {gpu: {count: 8.0, type: [H100]}}}\n",
+                "application/yaml",
+                text=contains('"gpu":{"count":8,"type"'),
+            ),
+        ),
+    ),
+    Sequence(
+        "a-fraction-in-an-integer-field-is-invalid-type",
+        f"{TYPE_CHECK} (a float64 with a fraction is a number)",
+        (
+            Step(
+                "POST",
+                TRS,
+                422,
+                runtime("a", presets=[{**WHOLE_FLOAT_PRESET, "resources": {"nodes": 1.5}}]),
+                expect=invalid(
+                    "a",
+                    ANY,
+                    [
+                        cause(
+                            "FieldValueTypeInvalid",
+                            "spec.presets[0].resources.nodes",
+                            'Invalid value: "number": spec.presets[0].resources.nodes in body '
+                            'must be of type integer: "number"',
+                        )
+                    ],
+                ),
             ),
         ),
     ),
@@ -963,6 +1075,32 @@ SEQUENCES = [
                             'array: "string"',
                         )
                     ),
+                ),
+            ),
+        ),
+    ),
+    Sequence(
+        "a-map-value-of-the-wrong-type-is-named-with-a-dot",
+        "kube-openapi pkg/validation/validate/object_validator.go (an additionalProperties "
+        'value is validated at o.Path + "." + key); apiextensions-apiserver '
+        "pkg/apiserver/validation/validation.go kubeOpenAPIResultToFieldErrors",
+        (
+            Step(
+                "POST",
+                TRS,
+                422,
+                runtime("a", estimate={"secondsPerStep": {"h100-80g": "fast"}}),
+                expect=invalid(
+                    "a",
+                    ANY,
+                    [
+                        cause(
+                            "FieldValueTypeInvalid",
+                            "spec.estimate.secondsPerStep.h100-80g",
+                            'Invalid value: "string": spec.estimate.secondsPerStep.h100-80g in '
+                            'body must be of type number: "string"',
+                        )
+                    ],
                 ),
             ),
         ),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from tests.conformance.conftest import InProcess
@@ -24,6 +26,7 @@ from tests.conformance.harness import (
 from tests.conformance.patterns import (
     ABSENT,
     TIME,
+    Re,
     contains,
     later,
     same,
@@ -31,14 +34,24 @@ from tests.conformance.patterns import (
 
 SUBRESOURCES = "apiextensions-apiserver test/integration/subresources_test.go"
 DELETE = "apiserver pkg/endpoints/handlers/delete_test.go"
+CRD_HANDLER = (
+    "apiextensions-apiserver pkg/apiserver/customresource_handler.go getOrCreateServingInfoFor"
+)
+# kube's update handler (transformDecodeError) before a strict decoding error.
+STRICT = (
+    'TrainingRuntime in version "v1beta1" cannot be handled as a TrainingRuntime: '
+    "strict decoding error: "
+)
 DRYRUN = "kubernetes test/integration/dryrun/dryrun_test.go"
 DIGEST = "sha256:" + "1" * 64
 STATUS = f"{TRS}/a/status"
 
 
-def status_patch(body: object, status: int = 200, expect: object = None, **kw: object) -> Step:
+def status_patch(
+    body: object, status: int = 200, expect: object = None, query: str = "", **kw: object
+) -> Step:
     """A merge patch of /status by root (a platform admin may write status, as the controller)."""
-    return Step("PATCH", STATUS, status, body, MERGE, who="root", expect=expect, **kw)  # type: ignore[arg-type]
+    return Step("PATCH", STATUS + query, status, body, MERGE, who="root", expect=expect, **kw)  # type: ignore[arg-type]
 
 
 def delete(
@@ -130,6 +143,68 @@ SEQUENCES = [
                 who="root",
                 expect={"spec": {"task": "SFT"}, "status": {"imageDigest": DIGEST}},
             ),
+        ),
+    ),
+    Sequence(
+        "strict-field-validation-on-a-status-put-is-400",
+        f"{CRD_HANDLER} (the status scope is a shallow copy of the main one: the same strict "
+        "decoder for the whole body); handlers/update.go transformDecodeError",
+        (
+            create("a"),
+            Step(
+                "PUT",
+                f"{STATUS}?fieldValidation=Strict",
+                400,
+                {
+                    **with_meta(runtime("a", foo=1), resourceVersion="{rv}"),
+                    "status": {"imageDigest": DIGEST, "colour": "red"},
+                },
+                who="root",
+                expect=failure(
+                    400,
+                    "BadRequest",
+                    Re(
+                        re.escape(STRICT) + r'unknown field "(spec\.foo|status\.colour)", '
+                        r'unknown field "(spec\.foo|status\.colour)"'
+                    ),
+                ),
+            ),
+            get("a", expect={"status": {"imageDigest": ABSENT}}),
+        ),
+    ),
+    Sequence(
+        "strict-field-validation-on-a-status-patch-is-422-about-the-patch",
+        f"{CRD_HANDLER}; handlers/patch.go applyPatchToCurrentObject (strict error: NewInvalid "
+        "at patch)",
+        (
+            create("a"),
+            status_patch(
+                {"status": {"imageDigest": DIGEST, "colour": "red"}},
+                422,
+                failure(
+                    422,
+                    "Invalid",
+                    Re(
+                        r' "" is invalid: patch: Invalid value: "\{.*\}": strict decoding error: '
+                        r'unknown field "status\.colour"'
+                    ),
+                ),
+                query="?fieldValidation=Strict",
+            ),
+            get("a", expect={"metadata": {"resourceVersion": same("rv")}}),
+        ),
+    ),
+    Sequence(
+        "an-unknown-status-field-is-dropped-with-a-warning",
+        f"{CRD_HANDLER} (fieldValidation defaults to Warn on every scope)",
+        (
+            create("a"),
+            status_patch(
+                {"status": {"imageDigest": DIGEST, "colour": "red"}},
+                expect={"status": {"imageDigest": DIGEST, "colour": ABSENT}},
+                expect_headers={"warning": '299 - "unknown field \\"status.colour\\""'},
+            ),
+            get("a", expect={"status": {"imageDigest": DIGEST, "colour": ABSENT}}),
         ),
     ),
     Sequence(
