@@ -87,3 +87,10 @@ def test_it_tolerates_specs_that_are_not_valid() -> None:
         spec_warnings({"task": 3, "estimate": [], "presets": [None, {"resources": 1}]}, CATALOG)
         == []
     )
+
+
+def test_it_never_raises_on_modes_of_the_wrong_type() -> None:
+    # Found by the property test: a spec whose modes is a number (never admitted, but warnings
+    # are asked of any spec a caller has) raised TypeError.
+    spec = merge_patch(base()["spec"], {"modes": 3})
+    assert any(w.startswith("spec.estimate.secondsPerTask") for w in spec_warnings(spec, CATALOG))

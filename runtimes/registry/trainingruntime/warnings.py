@@ -54,7 +54,7 @@ def spec_warnings(spec: Any, catalog: AcceleratorCatalog) -> list[str]:
     if (
         task not in (None, "Evaluate")
         and _dict(estimate, "secondsPerTask")
-        and "Evaluate" not in (spec.get("modes") or [])
+        and not _lists(spec.get("modes"), "Evaluate")
     ):
         warnings.append(
             "spec.estimate.secondsPerTask: only evaluation uses task times, and this runtime's "
@@ -62,6 +62,11 @@ def spec_warnings(spec: Any, catalog: AcceleratorCatalog) -> list[str]:
         )
     warnings.extend(_estimate_coverage(spec, catalog, _dict(estimate, step_key), step_key))
     return warnings
+
+
+def _lists(value: Any, item: str) -> bool:
+    """Whether `value` is a list holding `item` (a spec of the wrong shape holds nothing)."""
+    return isinstance(value, list) and item in value
 
 
 def _estimate_coverage(
