@@ -89,9 +89,6 @@ class KubeView(APIView):
                 # unknown one answers `namespaces "x" not found` (what kubectl prints for
                 # `get tr x -n nope`) before the role check could answer 403.
                 store.ensure_namespace(rt, kwargs["namespace"])
-        self.rendering = media.accepted_as(request, self.renderings)
-        if self.rendering is None:
-            raise media.not_acceptable()
         self.refuse_unservable(request)
         authorization.check(
             request.user,
@@ -103,7 +100,12 @@ class KubeView(APIView):
         )
         if plural is not None and self.rt.namespaced and "namespace" not in kwargs:
             self.check_cluster_scope(request)
+        # Like the body's media type, what the answer may be is the handler's to judge, after
+        # the role check: a caller who may not read gets 403 whatever they accept.
         self.check_media_type(request)
+        self.rendering = media.accepted_as(request, self.renderings)
+        if self.rendering is None:
+            raise media.not_acceptable()
 
     def across_namespaces(self, request: Request) -> bool:
         """Whether this request is served at the cluster scope of a namespaced kind."""

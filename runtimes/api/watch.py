@@ -27,7 +27,7 @@ from runtimes.api.requestinfo import kind_for
 from runtimes.api.status import status_response
 from runtimes.api.watchstream import WatchPlan, plan_watch, watch_events
 from runtimes.apimachinery import errors
-from runtimes.registry.authorization import Access
+from runtimes.registry.authorization import WATCH, Access, check
 from runtimes.registry.resources import ResourceType
 from runtimes.watch.guard import Credential
 
@@ -71,10 +71,15 @@ async def prepare(
         return on_loop
     user, credential = await authenticate(request)
     rendering = media.accepted_as(request, RENDERINGS)
+    refusal = None
     if rendering is None or media.wants_yaml(request):  # kube streams no YAML either
-        raise errors.ApiError("NotAcceptable", str(media.not_acceptable().detail))
-    if rendering[0] == media.PARTIAL_LIST:  # a watch event is one object
-        raise errors.ApiError("NotAcceptable", str(media.wrong_partial(media.PARTIAL_LIST).detail))
+        refusal = media.not_acceptable()
+    elif rendering[0] == media.PARTIAL_LIST:  # a watch event is one object
+        refusal = media.wrong_partial(media.PARTIAL_LIST)
+    if refusal is not None or rendering is None:
+        # The role check comes first, as kube's filter does: 403 whatever the caller accepts.
+        await viewpool.run(check, user, access, WATCH, namespace or "", "", rt)
+        raise errors.ApiError("NotAcceptable", str(refusal.detail if refusal else ""))
     table_version = rendering[1] if rendering[0] == "Table" else None
     plan: WatchPlan = await viewpool.run(
         plan_watch, rt, user, access, namespace, request.GET, table_version, credential

@@ -409,3 +409,11 @@ def test_a_watch_asking_for_yaml_is_406_as_in_kube(alice: httpx.Client) -> None:
     answer = alice.get(DEMO, params={"watch": "true"}, headers={"Accept": "application/yaml"})
     assert answer.status_code == 406
     assert answer.json()["reason"] == "NotAcceptable"
+
+
+def test_a_watch_the_caller_may_not_make_is_403_whatever_it_accepts(tight_server: Any) -> None:
+    # kube authorizes in a filter before the handler judges the media type.
+    with tight_server.client("charlie") as charlie:
+        answer = charlie.get(DEMO, params={"watch": "true"}, headers={"Accept": "application/yaml"})
+    assert answer.status_code == 403
+    assert answer.json()["reason"] == "Forbidden"

@@ -345,6 +345,39 @@ SEQUENCES = [
         ),
     ),
     Sequence(
+        "a-caller-who-may-not-read-is-refused-before-what-they-accept-is-judged",
+        "apiserver pkg/endpoints/filters/authorization.go (before any handler) before "
+        "handlers/negotiation (the handler's NegotiateOutputMediaType: 406)",
+        (
+            create("a"),
+            Step(
+                "GET",
+                f"{TRS}/a",
+                403,
+                who="charlie",
+                headers={"Accept": "application/x-unknown"},
+                expect=failure(
+                    403,
+                    "Forbidden",
+                    Re(
+                        r'trainingruntimes\.nodus\.dev "a" is forbidden: User "charlie" '
+                        r'cannot get resource "trainingruntimes" in API group '
+                        r'"nodus\.dev" in the namespace "demo"'
+                    ),
+                ),
+            ),
+            # A reader gets as far as the media type.
+            Step(
+                "GET",
+                f"{TRS}/a",
+                406,
+                who="bob",
+                headers={"Accept": "application/x-unknown"},
+                expect=failure(406, "NotAcceptable"),
+            ),
+        ),
+    ),
+    Sequence(
         "post-to-an-item-path-creates-from-the-body-and-an-existing-name-is-409",
         f"{CREATE} (createHandler: the URL's name only names the admission request)",
         (
