@@ -14,6 +14,7 @@
   var retry = null;
   var focused = null; // the id of the element with focus, kept across a push
   var folded = null; // whether the user had the filter panel open, kept across a push
+  var chosen = null; // what the user picked in menus whose options a push redraws, by id
 
   // 0.5 s doubling to 15 s, each wait drawn from its upper half (jitter), for htmx's own
   // reconnects (after 1006, 1011, 1012, 1013) and for ours (after any other drop).
@@ -129,6 +130,8 @@
     focused = active && active !== document.body && active.id ? active.id : null;
     var panel = document.querySelector(".facet-panel");
     folded = panel ? !panel.open : null;
+    chosen = {};
+    document.querySelectorAll("select[data-live-options][id]").forEach(function (menu) { chosen[menu.id] = menu.value; });
   });
   document.addEventListener("htmx:wsAfterMessage", function () {
     var marker = document.getElementById("live-revision");
@@ -144,6 +147,15 @@
     var panel = document.querySelector(".facet-panel");
     if (panel && folded !== null) panel.open = !folded;
     folded = null;
+    // A push redraws some menus' options (the Jobs page's runtimes) for the query it answers;
+    // a choice the user just made, whose results are still on their way, stays chosen.
+    Object.keys(chosen || {}).forEach(function (id) {
+      var menu = document.getElementById(id);
+      if (!menu || menu.value === chosen[id]) return;
+      var kept = Array.prototype.some.call(menu.options, function (o) { return o.value === chosen[id]; });
+      if (kept) menu.value = chosen[id];
+    });
+    chosen = null;
     turnOffDeletedRuntime();
   });
   // Every navigation or filter change swaps content in; watch what is now on screen.

@@ -1,9 +1,11 @@
 """A project's Jobs page in a real browser, live as the catalog is: with a filter applied, jobs
 created and compiled by another client through the API appear in (or leave) the filtered list,
-and the count follows; a job the filter does not match is never listed."""
+and the count follows; a job the filter does not match is never listed; a page sorted by a click
+on a column header takes a new job in where the order puts it."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -62,3 +64,31 @@ def test_a_search_lists_the_job_it_matches_and_not_the_other(session_for: Any) -
     # The search box keeps what the user typed; the live redraw touched only the results.
     expect(page.locator("#job-q")).to_have_value("wanted")
     s.shot("jobs-live-search")
+
+
+def test_a_job_created_after_sorting_by_a_header_lands_in_sorted_order(session_for: Any) -> None:
+    s = session_for("bob")
+    page = s.go("/p/demo/jobs")
+    s.wait_live()
+    for name in ("sorted-alpha", "sorted-zulu"):
+        create_job(s.server, name)
+    expect(page.locator("#job-demo-sorted-zulu")).to_be_visible(timeout=10_000)
+
+    # By name, ascending, by default: one click on the Name header reverses it.
+    name_header = page.locator("th", has=page.locator("#sort-name"))
+    expect(name_header).to_have_attribute("aria-sort", "ascending")
+    page.click("#sort-name")
+    expect(page).to_have_url(re.compile(r"[?&]sort=-name\b"))
+    name_header = page.locator("th", has=page.locator("#sort-name"))
+    expect(name_header).to_have_attribute("aria-sort", "descending")
+    expect(page.locator("#job-sort")).to_have_value("-name")
+    s.wait_live()
+
+    # A job created through the API lands between the two, where the order puts it.
+    create_job(s.server, "sorted-middle")
+    expect(page.locator("#job-demo-sorted-middle")).to_be_visible(timeout=10_000)
+    names = page.locator("#job-rows th[data-label=Name]").all_inner_texts()
+    assert names == sorted(names, reverse=True), names
+    assert names.index("sorted-zulu") < names.index("sorted-middle") < names.index("sorted-alpha")
+    expect(name_header).to_have_attribute("aria-sort", "descending")
+    s.shot("jobs-live-sorted")
