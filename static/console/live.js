@@ -14,7 +14,7 @@
   var retry = null;
   var focused = null; // the id of the element with focus, kept across a push
   var folded = null; // whether the user had the filter panel open, kept across a push
-  var chosen = null; // what the user picked in menus whose options a push redraws, by id
+  var filtering = 0; // filter requests in flight whose answer replaces the results block
 
   // 0.5 s doubling to 15 s, each wait drawn from its upper half (jitter), for htmx's own
   // reconnects (after 1006, 1011, 1012, 1013) and for ours (after any other drop).
@@ -126,12 +126,17 @@
         return;
       }
     }
+    // While a filter change is being answered, a push is for the filters the page had: it would
+    // replace the block the answer is meant for (and the answer would be lost). The answer
+    // brings a block and a watch of its own; if it fails, the page resumes its watch below.
+    if (filtering > 0 && message.indexOf('id="results"') >= 0) {
+      event.preventDefault();
+      return;
+    }
     var active = document.activeElement;
     focused = active && active !== document.body && active.id ? active.id : null;
     var panel = document.querySelector(".facet-panel");
     folded = panel ? !panel.open : null;
-    chosen = {};
-    document.querySelectorAll("select[data-live-options][id]").forEach(function (menu) { chosen[menu.id] = menu.value; });
   });
   document.addEventListener("htmx:wsAfterMessage", function () {
     var marker = document.getElementById("live-revision");
@@ -147,16 +152,20 @@
     var panel = document.querySelector(".facet-panel");
     if (panel && folded !== null) panel.open = !folded;
     folded = null;
-    // A push redraws some menus' options (the Jobs page's runtimes) for the query it answers;
-    // a choice the user just made, whose results are still on their way, stays chosen.
-    Object.keys(chosen || {}).forEach(function (id) {
-      var menu = document.getElementById(id);
-      if (!menu || menu.value === chosen[id]) return;
-      var kept = Array.prototype.some.call(menu.options, function (o) { return o.value === chosen[id]; });
-      if (kept) menu.value = chosen[id];
-    });
-    chosen = null;
     turnOffDeletedRuntime();
+  });
+  function answersFilters(event) {
+    var target = event.detail && event.detail.target;
+    return Boolean(target && target.id === "results");
+  }
+  document.addEventListener("htmx:beforeRequest", function (event) {
+    if (answersFilters(event)) filtering += 1;
+  });
+  document.addEventListener("htmx:afterRequest", function (event) {
+    if (!answersFilters(event)) return;
+    filtering = Math.max(0, filtering - 1);
+    // Not answered: the pushes dropped meanwhile are asked for again, from the revision shown.
+    if (!event.detail.successful) send(true);
   });
   // Every navigation or filter change swaps content in; watch what is now on screen.
   document.addEventListener("htmx:afterSettle", function () { send(false); });

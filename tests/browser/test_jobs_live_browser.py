@@ -12,7 +12,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser.conftest import result_counts, set_phase
-from tests.support.api import job_manifest
+from tests.support.api import job_manifest, runtime_manifest
 
 pytestmark = pytest.mark.browser
 
@@ -92,3 +92,76 @@ def test_a_job_created_after_sorting_by_a_header_lands_in_sorted_order(session_f
     assert names.index("sorted-zulu") < names.index("sorted-middle") < names.index("sorted-alpha")
     expect(name_header).to_have_attribute("aria-sort", "descending")
     s.shot("jobs-live-sorted")
+
+
+def test_the_runtime_menu_offers_a_runtime_a_new_job_names_and_keeps_the_choice(
+    session_for: Any,
+) -> None:
+    s = session_for("alice")
+    create_job(s.server, "menu-first")
+    page = s.go("/p/demo/jobs?runtime=sft-qwen3")
+    s.wait_live()
+    menu = page.locator("#job-runtime")
+    expect(menu).to_have_value("sft-qwen3")
+    expect(menu.locator("option[value=menu-runtime]")).to_have_count(0)
+    menu.focus()
+
+    # A runtime of the project, and a job naming it, created through the API by another client.
+    runtime = runtime_manifest(
+        "menu-runtime",
+        defaults={"resources": {"gpu": {"type": ["H100"], "count": 1}}},
+        estimate={"secondsPerStep": {"h100-80g": 0.5}},
+    )
+    made = s.server.client("alice").post(f"{GV}/namespaces/demo/trainingruntimes", json=runtime)
+    assert made.status_code == 201, made.text
+    job = job_manifest("menu-second", runtimeRef={"name": "menu-runtime"})
+    answer = s.server.client("alice").post(JOBS, json=job)
+    assert answer.status_code == 201, answer.text
+
+    expect(menu.locator("option[value=menu-runtime]")).to_have_count(1, timeout=10_000)
+    # The user's choice and focus stay; the new job is not listed (it runs another runtime).
+    expect(menu).to_have_value("sft-qwen3")
+    expect(menu).to_be_focused()
+    expect(page.locator("#job-demo-menu-second")).to_have_count(0)
+    # ... and picking the new runtime filters by it, without a reload.
+    menu.select_option("menu-runtime")
+    expect(page.locator("#job-demo-menu-second")).to_be_visible(timeout=10_000)
+    expect(page).to_have_url(re.compile(r"[?&]runtime=menu-runtime\b"))
+
+
+def test_a_filter_change_being_answered_is_not_undone_by_a_push(session_for: Any) -> None:
+    s = session_for("alice")
+    create_job(s.server, "choice-first")
+    page = s.go("/p/demo/jobs?runtime=sft-qwen3")
+    s.wait_live()
+    menu = page.locator("#job-runtime")
+    expect(menu).to_have_value("sft-qwen3")
+    page.evaluate(
+        "window.pushes = 0;"
+        "document.addEventListener('htmx:wsBeforeMessage', function () { window.pushes++; });"
+    )
+    # The filter request the new choice (any runtime) makes is held back while a push for what
+    # the page showed before (sft-qwen3 chosen) arrives: it must not undo the choice, nor take
+    # the place of the block the answer is meant for.
+    held: list[Any] = []
+
+    def hold(route: Any) -> None:
+        held.append(route)
+
+    page.route(re.compile(r"/p/demo/jobs\?"), hold)
+    menu.select_option("")
+    create_job(s.server, "choice-second")
+    for _ in range(200):  # waits for the push (up to 10 s); page.wait_for_function needs eval
+        if page.evaluate("() => window.pushes") > 0:
+            break
+        page.wait_for_timeout(50)
+    else:
+        raise AssertionError("no push arrived")
+    expect(menu).to_have_value("")
+    assert held, "the filter request was not made"
+    for route in held:
+        route.continue_()
+    page.unroute(re.compile(r"/p/demo/jobs\?"), hold)
+    expect(page.locator("#live-watch")).to_have_attribute("data-query", re.compile(r"runtime=&"))
+    expect(page.locator("#job-demo-choice-second")).to_be_visible()
+    expect(menu).to_have_value("")
