@@ -9,7 +9,7 @@ so picking one value never hides its siblings.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,16 +44,19 @@ FIXED_CHOICES: dict[str, tuple[str, ...]] = {
 
 
 @dataclass(frozen=True)
-class Sort:
-    """A column the catalog sorts by; rows without a value (`has_value`) always come last."""
+class Sort[Row]:
+    """A column a table sorts by; rows without a value (`has_value`) always come last.
+
+    The catalog sorts `RuntimeSummary` rows by `SORTS`; the Jobs page its own rows by its own
+    (`runtimes.console.jobs.JOB_SORTS`), through the same `parse_sort` and `sort_rows`."""
 
     label: str
-    key: Callable[[RuntimeSummary], Any]
-    has_value: Callable[[RuntimeSummary], bool] = lambda s: True
+    key: Callable[[Row], Any]
+    has_value: Callable[[Row], bool] = lambda s: True
 
 
 # `sort=name` sorts ascending, `sort=-name` descending; the column headers offer both.
-SORTS: dict[str, Sort] = {
+SORTS: dict[str, Sort[RuntimeSummary]] = {
     "name": Sort("Name", lambda s: (s.name, s.namespace)),
     "project": Sort("Project", lambda s: (s.namespace, s.name)),
     "task": Sort("Task", lambda s: (s.task, s.name)),
@@ -65,20 +68,41 @@ SORTS: dict[str, Sort] = {
         lambda s: s.fastest is not None,
     ),
 }
-SORT_CHOICES = [
-    choice
-    for key, sort in SORTS.items()
-    for choice in ((key, sort.label), (f"-{key}", f"{sort.label}, descending"))
-]
 
 
-def parse_sort(value: str | None) -> tuple[str, bool]:
-    """The column and whether it sorts descending; an unknown or missing sort is by name."""
+def sort_choices(sorts: Mapping[str, Sort[Any]]) -> list[tuple[str, str]]:
+    """The (value, label) pairs of a sort menu: each column ascending, then descending."""
+    return [
+        choice
+        for key, sort in sorts.items()
+        for choice in ((key, sort.label), (f"-{key}", f"{sort.label}, descending"))
+    ]
+
+
+SORT_CHOICES = sort_choices(SORTS)
+
+
+def parse_sort(value: str | None, sorts: Mapping[str, Sort[Any]] = SORTS) -> tuple[str, bool]:
+    """The column and whether it sorts descending; an unknown or missing sort is by name (every
+    table's `sorts` has a "name")."""
     value = value or "name"
     column = value.removeprefix("-")
-    if column not in SORTS:
+    if column not in sorts:
         return "name", False
     return column, value.startswith("-")
+
+
+def sort_rows[Row](
+    rows: Iterable[Row], value: str | None, sorts: Mapping[str, Sort[Row]]
+) -> list[Row]:
+    """`rows` in the order `value` (`name`, `-name`, ...) names; an unknown order is by name.
+    Rows without a value for the column come last, by name, whichever the direction."""
+    column, descending = parse_sort(value, sorts)
+    sort = sorts[column]
+    listed = list(rows)
+    valued = sorted((r for r in listed if sort.has_value(r)), key=sort.key, reverse=descending)
+    rest = sorted((r for r in listed if not sort.has_value(r)), key=sorts["name"].key)
+    return valued + rest
 
 
 class SummaryList(list[RuntimeSummary]):
@@ -199,8 +223,4 @@ def facets(filterset: RuntimeFilterSet) -> list[Facet]:
 
 def sorted_rows(filterset: RuntimeFilterSet) -> list[RuntimeSummary]:
     rows = list(filterset.qs)  # validates the form: cleaned_data exists from here on
-    column, descending = parse_sort(filterset.form.cleaned_data.get("sort"))
-    sort = SORTS[column]
-    valued = sorted((r for r in rows if sort.has_value(r)), key=sort.key, reverse=descending)
-    rest = sorted((r for r in rows if not sort.has_value(r)), key=SORTS["name"].key)
-    return valued + rest
+    return sort_rows(rows, filterset.form.cleaned_data.get("sort"), SORTS)

@@ -1,16 +1,20 @@
 """The Jobs pages: a project's TrainingJobs, filtered and live, and one job's detail.
 
 The list is one template for the full page and, on htmx filter changes, its `results` partial
-(count and rows). When the project's jobs change, the websocket pushes that same partial, redrawn
-from `results_context` for the page's own query (`runtimes.console.live`), so the count stays
-true and a job that starts or stops matching the filters (a phase moving from Pending to
-Compiled) appears or goes. Visiting a project's Jobs page makes it the user's current project:
+(count, sortable column headers and rows). When the project's jobs change, the websocket pushes
+that same partial, redrawn from `results_context` for the page's own query
+(`runtimes.console.live`), so the count stays true, a job that starts or stops matching the
+filters (a phase moving from Pending to Compiled) appears or goes, and a new job lands where the
+page's sort (`sort=` in the address, as on the catalog) puts it. The push also carries the
+Runtime filter's options, so a runtime first named by a new job can be picked without a reload.
+Visiting a project's Jobs page makes it the user's current project:
 the Parameters tab writes its manifest there.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import yaml
@@ -22,9 +26,10 @@ from runtimes.accounts import access
 from runtimes.accounts.kubeconfig import default_project
 from runtimes.apimachinery import errors
 from runtimes.apimachinery.meta import Obj
-from runtimes.console import manifests
+from runtimes.console import manifests, querylinks
 from runtimes.console.authorization import hidden, requires
 from runtimes.console.catalog import wants_partial
+from runtimes.console.filters import Sort, parse_sort, sort_choices, sort_rows
 from runtimes.registry import authorization
 from runtimes.registry.kinds import TRAINING_JOBS
 from runtimes.registry.trainingjob.schema import PHASES
@@ -50,10 +55,19 @@ class JobSummary:
     cost: str
     phase: str
     created: str
+    seconds: float | None = None  # the compiled estimate's duration, unformatted
+    cost_amount: float | None = None  # its cost in US dollars, unformatted
 
     @property
     def row_id(self) -> str:
         return f"job-{self.namespace}-{self.name}".replace(".", "-")
+
+    @property
+    def created_at(self) -> datetime | None:
+        try:
+            return datetime.fromisoformat(self.created)
+        except ValueError:
+            return None
 
 
 def summarize_job(obj: Obj) -> JobSummary:
@@ -63,6 +77,7 @@ def summarize_job(obj: Obj) -> JobSummary:
     compiled = status.get("compiled") or {}
     ref = spec.get("runtimeRef") or {}
     cost = compiled.get("cost")
+    seconds = compiled.get("seconds")
     return JobSummary(
         namespace=str(meta.get("namespace", "")),
         name=str(meta.get("name", "")),
@@ -71,11 +86,58 @@ def summarize_job(obj: Obj) -> JobSummary:
         model=str(spec.get("model") or ""),
         method=str(spec.get("method") or ""),
         accelerator=str(compiled.get("accelerator") or spec.get("accelerator") or ""),
-        duration=format_duration(compiled.get("seconds")),
+        duration=format_duration(seconds),
         cost=f"${cost:,.2f}" if isinstance(cost, int | float) else "",
         phase=str(status.get("phase") or "Pending"),
         created=str(meta.get("creationTimestamp", "")),
+        seconds=amount(seconds),
+        cost_amount=amount(cost),
     )
+
+
+def amount(value: Any) -> float | None:
+    """A duration or cost from the compiled plan, when it is a number not below zero."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        return None
+    return float(value)
+
+
+def lifecycle(phase: str) -> int:
+    """A phase's place in a job's life (Pending, Compiled, Invalid); an unknown one last."""
+    return PHASES.index(phase) if phase in PHASES else len(PHASES)
+
+
+# `sort=runtime` sorts ascending, `sort=-runtime` descending, as on the catalog; an unknown sort
+# is by name. Jobs without a model, method, accelerator, duration or cost come last.
+JOB_SORTS: dict[str, Sort[JobSummary]] = {
+    "name": Sort("Name", lambda j: (j.name,)),
+    "runtime": Sort("Runtime", lambda j: (j.runtime, j.runtime_namespace, j.name)),
+    "model": Sort("Model", lambda j: (j.model, j.name), lambda j: bool(j.model)),
+    "method": Sort("Method", lambda j: (j.method, j.name), lambda j: bool(j.method)),
+    "accelerator": Sort(
+        "Accelerator", lambda j: (j.accelerator, j.name), lambda j: bool(j.accelerator)
+    ),
+    "duration": Sort(
+        "Duration", lambda j: (j.seconds or 0.0, j.name), lambda j: j.seconds is not None
+    ),
+    "cost": Sort(
+        "Cost", lambda j: (j.cost_amount or 0.0, j.name), lambda j: j.cost_amount is not None
+    ),
+    "phase": Sort("Phase", lambda j: (lifecycle(j.phase), j.name)),
+    "created": Sort("Created", lambda j: (j.created, j.name)),
+}
+# The table's columns, in order: label, JOB_SORTS key, CSS class.
+JOB_COLUMNS: tuple[tuple[str, str | None, str], ...] = (
+    ("Name", "name", ""),
+    ("Runtime", "runtime", ""),
+    ("Model", "model", ""),
+    ("Method", "method", ""),
+    ("Accelerator", "accelerator", ""),
+    ("Duration", "duration", "num"),
+    ("Cost", "cost", "num"),
+    ("Phase", "phase", ""),
+    ("Created", "created", ""),
+)
 
 
 def matches(summary: JobSummary, query: Any) -> bool:
@@ -109,16 +171,33 @@ def watch_query(project: str, query: QueryDict) -> str:
     return watched.urlencode()
 
 
+def runtime_choices(summaries: list[JobSummary], chosen: str) -> list[str]:
+    """The Runtime filter's options: every runtime the project's jobs name, and the one the page
+    filters by even when no job names it now (the menu says what the rows are filtered by)."""
+    return sorted({s.runtime for s in summaries} | ({chosen} if chosen else set()))
+
+
 def results_context(
     objects: list[Obj], revision: int, project: str, query: QueryDict
 ) -> dict[str, Any]:
     """What the `results` partial draws for `query`: the page and the live push alike."""
     summaries = [summarize_job(o) for o in objects]
-    rows = sorted((s for s in summaries if matches(s, query)), key=lambda s: s.name)
+    column, descending = parse_sort(query.get("sort"), JOB_SORTS)
+    sort = f"-{column}" if descending else column
+    rows = sort_rows((s for s in summaries if matches(s, query)), sort, JOB_SORTS)
+    # The headers link to the page's own address, which names its project in the path: the
+    # watch query's `namespace` is not part of it (so the push draws the page's very links).
+    address = query.copy()
+    address.pop("namespace", None)
+    runtime = str(query.get("runtime") or "")
     return {
         "project": project,
         "rows": rows,
         "total": len(summaries),
+        "sort": sort,
+        "headers": querylinks.headers(address, sort, JOB_COLUMNS, JOB_SORTS),
+        "runtimes": runtime_choices(summaries, runtime),
+        "runtime": runtime,
         "watch_query": watch_query(project, query),
         "revision": revision,
     }
@@ -133,10 +212,9 @@ def job_list(request: HttpRequest, project: str) -> HttpResponse:
     context = results_context(objects, revision, project, request.GET)
     context.update(
         {
-            "runtimes": sorted({summarize_job(o).runtime for o in objects}),
             "phases": PHASES,
+            "sorts": sort_choices(JOB_SORTS),
             "q": request.GET.get("q", ""),
-            "runtime": request.GET.get("runtime", ""),
             "phase": request.GET.get("phase", ""),
         }
     )

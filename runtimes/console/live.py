@@ -9,10 +9,11 @@ of the *same* partials the pages render, drawn from the same context functions:
   stale and a new row lands where the sort puts it.
 - a runtime page: its header (and status panel); once the runtime is deleted, the deleted
   header (when, if the log still knows) and the tabs turned off.
-- a project's Jobs page: likewise its whole `results` block (count, rows in name order), redrawn
-  for the page's own filters whenever one of the project's jobs changes, so a job that starts or
-  stops matching (its phase moving from Pending to Compiled) appears or goes and the count
-  follows.
+- a project's Jobs page: likewise its whole `results` block (count, rows in the page's sort),
+  redrawn for the page's own filters whenever one of the project's jobs changes, so a job that
+  starts or stops matching (its phase moving from Pending to Compiled) appears or goes, the count
+  follows and a new job lands where the sort puts it; with it, the Runtime filter's options (a
+  runtime first named by a new job can be picked at once).
 
 Both are `Results` pages (`RESULTS_VIEWS`): sockets showing the same query of the same projects
 at the same revision share one render (`SharedRenders`).

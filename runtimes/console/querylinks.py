@@ -1,17 +1,20 @@
-"""Links that change one thing in the catalog's query: clear a filter, sort by a column.
+"""Links that change one thing in a list page's query: clear a filter, sort by a column.
 
 They are plain `?query` links, so they work without JavaScript; htmx boosts them like any other
 link, and the URL keeps the whole view (filters, search and sort) as it already does. Every link
-drops `page`: a changed filter or order starts again at page one.
+drops `page`: a changed filter or order starts again at page one. The catalog's chips and headers
+are drawn here, and the Jobs page's headers too (with its own columns and sorts).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from django.http import QueryDict
 
-from runtimes.console.filters import FACETS, SORTS, RuntimeFilterSet, parse_sort
+from runtimes.console.filters import FACETS, SORTS, RuntimeFilterSet, Sort, parse_sort
 
 
 @dataclass(frozen=True)
@@ -34,18 +37,18 @@ class Header:
     css: str = ""
 
 
-# The catalog table's columns, in order; the sortable ones name their SORTS key.
-COLUMNS: tuple[tuple[str, str | None], ...] = (
-    ("Name", "name"),
-    ("Project", "project"),
-    ("Task", "task"),
-    ("Launcher", "launcher"),
-    ("Modes", None),
-    ("Phase", "phase"),
-    ("Managed", None),
-    ("Models", None),
-    ("Accelerators", None),
-    ("Fastest", "fastest"),
+# The catalog table's columns, in order: label, the SORTS key of a sortable one, CSS class.
+COLUMNS: tuple[tuple[str, str | None, str], ...] = (
+    ("Name", "name", ""),
+    ("Project", "project", ""),
+    ("Task", "task", ""),
+    ("Launcher", "launcher", ""),
+    ("Modes", None, ""),
+    ("Phase", "phase", ""),
+    ("Managed", None, ""),
+    ("Models", None, ""),
+    ("Accelerators", None, ""),
+    ("Fastest", "fastest", "num"),
 )
 
 
@@ -81,13 +84,17 @@ def clear_all(data: QueryDict) -> str:
     return _query(QueryDict(), sort=[sort] if sort else [])
 
 
-def headers(data: QueryDict, sort: str | None) -> list[Header]:
+def headers(
+    data: QueryDict,
+    sort: str | None,
+    columns: tuple[tuple[str, str | None, str], ...] = COLUMNS,
+    sorts: Mapping[str, Sort[Any]] = SORTS,
+) -> list[Header]:
     """Each column; a sortable one links to ascending, or to descending when it is ascending."""
-    current, descending = parse_sort(sort)
+    current, descending = parse_sort(sort, sorts)
     result = []
-    for label, column in COLUMNS:
-        css = "num" if column == "fastest" else ""
-        if column is None or column not in SORTS:
+    for label, column, css in columns:
+        if column is None or column not in sorts:
             result.append(Header(label, None, css=css))
             continue
         aria = None

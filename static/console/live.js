@@ -14,6 +14,7 @@
   var retry = null;
   var focused = null; // the id of the element with focus, kept across a push
   var folded = null; // whether the user had the filter panel open, kept across a push
+  var filtering = 0; // filter requests in flight whose answer replaces the results block
 
   // 0.5 s doubling to 15 s, each wait drawn from its upper half (jitter), for htmx's own
   // reconnects (after 1006, 1011, 1012, 1013) and for ours (after any other drop).
@@ -125,6 +126,13 @@
         return;
       }
     }
+    // While a filter change is being answered, a push is for the filters the page had: it would
+    // replace the block the answer is meant for (and the answer would be lost). The answer
+    // brings a block and a watch of its own; if it fails, the page resumes its watch below.
+    if (filtering > 0 && message.indexOf('id="results"') >= 0) {
+      event.preventDefault();
+      return;
+    }
     var active = document.activeElement;
     focused = active && active !== document.body && active.id ? active.id : null;
     var panel = document.querySelector(".facet-panel");
@@ -145,6 +153,19 @@
     if (panel && folded !== null) panel.open = !folded;
     folded = null;
     turnOffDeletedRuntime();
+  });
+  function answersFilters(event) {
+    var target = event.detail && event.detail.target;
+    return Boolean(target && target.id === "results");
+  }
+  document.addEventListener("htmx:beforeRequest", function (event) {
+    if (answersFilters(event)) filtering += 1;
+  });
+  document.addEventListener("htmx:afterRequest", function (event) {
+    if (!answersFilters(event)) return;
+    filtering = Math.max(0, filtering - 1);
+    // Not answered: the pushes dropped meanwhile are asked for again, from the revision shown.
+    if (!event.detail.successful) send(true);
   });
   // Every navigation or filter change swaps content in; watch what is now on screen.
   document.addEventListener("htmx:afterSettle", function () { send(false); });

@@ -1,5 +1,6 @@
-"""Jobs in the console: the Parameters tab's manifest the API takes, the Jobs page and what its
-live updates watch and share, a job's page, and a runtime's count of compiled jobs."""
+"""Jobs in the console: the Parameters tab's manifest the API takes, the Jobs page (its filters,
+its sortable columns) and what its live updates watch and share, a job's page, and a runtime's
+count of compiled jobs."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from runtimes.console.live import Watch, fragments
 from runtimes.registry.kinds import TRAINING_JOBS
 from runtimes.storage import store
 from runtimes.watch.hub import HubEvent
+from tests.console.test_console_querylinks import header, query_of
 from tests.support.api import GV, ApiClient, job_manifest
 from tests.support.console import client_for, form_fields
 
@@ -152,3 +154,91 @@ def test_pages_showing_the_same_jobs_share_one_render(
     assert len(pushed) == 1
     assert 'id="job-demo-shared"' in pushed.pop()
     assert drawn.count(live.JOB_RESULTS) == 1
+
+
+def job_rows(body: str) -> list[str]:
+    """The names of the jobs listed, in the page's order."""
+    return re.findall(r'<tr id="job-demo-([^"]+)"', body)
+
+
+def compiled(name: str, **values: Any) -> None:
+    """The job's status as the controller writes it once compiled, with `values` in its plan."""
+
+    def change(obj: dict[str, Any]) -> dict[str, Any]:
+        obj["status"] = {"phase": "Compiled", "observedGeneration": 1, "compiled": values}
+        return obj
+
+    store.mutate(TRAINING_JOBS, "demo", name, change, subresource="status")
+
+
+def test_the_jobs_page_sorts_by_a_column_header_kept_in_the_address(
+    catalog_data: Any, api: Any
+) -> None:
+    add_job(api, "beta", method="Full")
+    add_job(api, "alpha")
+    add_job(api, "gamma")
+    client = client_for(catalog_data["bob"])
+    body = client.get("/p/demo/jobs?phase=Pending").content.decode()
+    # By name by default: the Name header says so and offers the reverse order.
+    assert job_rows(body) == ["alpha", "beta", "gamma"]
+    name = header(body, "Name")
+    assert 'aria-sort="ascending"' in name
+    assert query_of(htmlmod.unescape(re.search(r'href="([^"]*)"', name).group(1)))["sort"] == [
+        "-name"
+    ]
+    assert body.count("aria-sort=") == 1
+    # Each sortable header keeps the filters and names its own order.
+    method = htmlmod.unescape(re.search(r'href="([^"]*)"', header(body, "Method")).group(1))
+    assert query_of(method) == {"phase": ["Pending"], "sort": ["method"]}
+
+    by_method = client.get(f"/p/demo/jobs{method}").content.decode()
+    assert job_rows(by_method) == ["beta", "alpha", "gamma"]  # Full before LoRA, then by name
+    assert 'aria-sort="ascending"' in header(by_method, "Method")
+    assert "aria-sort" not in header(by_method, "Name")
+    assert '<option value="method" selected>' in by_method  # the Sort menu says it too
+    # The live watch asks for the page's order with its filters.
+    assert 'data-query="namespace=demo&amp;phase=Pending&amp;sort=method"' in by_method
+
+    reverse = client.get("/p/demo/jobs?sort=-method").content.decode()
+    assert job_rows(reverse) == ["gamma", "alpha", "beta"]
+    assert 'aria-sort="descending"' in header(reverse, "Method")
+    assert query_of(
+        htmlmod.unescape(re.search(r'href="([^"]*)"', header(reverse, "Method")).group(1))
+    ) == {"sort": ["method"]}
+
+    # The htmx filter request (the Sort menu) gets the results block in that order too.
+    partial = client.get("/p/demo/jobs?sort=-name", headers={"HX-Request": "true"})
+    assert job_rows(partial.content.decode()) == ["gamma", "beta", "alpha"]
+
+
+def test_an_unknown_sort_on_the_jobs_page_is_by_name(catalog_data: Any, api: Any) -> None:
+    for name in ("beta", "alpha"):
+        add_job(api, name)
+    client = client_for(catalog_data["bob"])
+    for sort in ("bogus", "-bogus", "-", "", "name;drop", "-" * 5000):
+        response = client.get("/p/demo/jobs", {"sort": sort})
+        assert response.status_code == 200, sort
+        body = response.content.decode()
+        assert job_rows(body) == ["alpha", "beta"], sort
+        assert 'aria-sort="ascending"' in header(body, "Name"), sort
+        assert body.count("aria-sort=") == 1, sort
+
+
+def test_jobs_without_a_cost_or_duration_come_last_in_either_order(
+    catalog_data: Any, api: Any
+) -> None:
+    for name in ("cheap", "dear", "unplanned"):
+        add_job(api, name)
+    compiled("cheap", cost=1.5, seconds=600)
+    compiled("dear", cost=120.0, seconds=60)
+    client = client_for(catalog_data["bob"])
+
+    def order(sort: str) -> list[str]:
+        return job_rows(client.get(f"/p/demo/jobs?sort={sort}").content.decode())
+
+    assert order("cost") == ["cheap", "dear", "unplanned"]
+    assert order("-cost") == ["dear", "cheap", "unplanned"]
+    assert order("duration") == ["dear", "cheap", "unplanned"]
+    assert order("-duration") == ["cheap", "dear", "unplanned"]
+    # Phase sorts in a job's life order: Pending before Compiled.
+    assert order("phase") == ["unplanned", "cheap", "dear"]

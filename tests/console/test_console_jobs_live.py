@@ -1,13 +1,15 @@
 """The Jobs page over the console websocket: its `results` block (count and rows) redrawn from the
-store for the page's own filters as the project's jobs come, change phase and go; one push for a
-burst; a redraw, said so, after the resume point was compacted; nothing for a project the user
-may not read."""
+store for the page's own filters and sort as the project's jobs come, change phase and go, with
+the Runtime filter's options; one push for a burst; a redraw, said so, after the resume point was
+compacted; nothing for a project the user may not read."""
 
 from __future__ import annotations
 
 import json
 import re
+from html import escape
 from typing import Any
+from urllib.parse import urlencode
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -192,4 +194,77 @@ async def test_nothing_of_a_project_the_user_may_not_read(
     await socket.send_to(text_data=json.dumps({**other, "key": 3}))
     await sync_to_async(set_phase)("private-run", "Compiled")
     assert "private-" not in await receive_until(socket, lambda m: 'data-watch="3"' in m)
+    await socket.disconnect()
+
+
+def runtime_menu_of(message: str) -> str:
+    """The Runtime filter's options a push redraws (the select swapped in place)."""
+    found = re.search(r'<select id="job-runtime" hx-swap-oob="innerHTML">(.*?)</select>', message)
+    assert found, message
+    return found.group(1)
+
+
+async def test_a_sorted_jobs_page_gets_new_jobs_in_its_own_order(
+    catalog_data: Any, api: Any, fresh_hub: Any
+) -> None:
+    socket = await connect(catalog_data["bob"])
+    assert (await socket.connect())[0]
+    await watch_jobs(socket, catalog_data["bob"], "sort=-name", await now())
+    for name in ("middle-run", "alpha-run", "zulu-run"):
+        await sync_to_async(add_job)(api, name)
+    message = await receive_until(socket, lambda m: 'id="job-demo-zulu-run"' in m)
+    pushed = results_of(message)
+    rows = re.findall(r'<tr id="job-demo-([^"]+)"', pushed)
+    assert rows == sorted(rows, reverse=True)
+    assert set(rows) >= {"middle-run", "alpha-run", "zulu-run"}
+    # The block is the page's own at that order, byte for byte (headers and aria-sort with it).
+    page = await sync_to_async(
+        lambda: client_for(catalog_data["bob"]).get("/p/demo/jobs?sort=-name").content.decode()
+    )()
+    assert pushed.replace(' hx-swap-oob="true"', "", 1) in page
+    assert 'aria-sort="descending"' in pushed
+    await socket.disconnect()
+
+
+async def test_the_runtime_menu_learns_a_runtime_a_new_job_names(
+    catalog_data: Any, api: Any, fresh_hub: Any
+) -> None:
+    await sync_to_async(add_job)(api, "on-qwen")  # names sft-qwen3
+    socket = await connect(catalog_data["bob"])
+    assert (await socket.connect())[0]
+    # The page filters by sft-qwen3: the runtime a new job names is offered, the choice kept.
+    await watch_jobs(socket, catalog_data["bob"], "runtime=sft-qwen3", await now())
+    page = await sync_to_async(
+        lambda: client_for(catalog_data["bob"]).get("/p/demo/jobs").content.decode()
+    )()
+    assert 'value="sft-demo"' not in page
+    await sync_to_async(add_job)(api, "on-demo", runtimeRef={"name": "sft-demo"})
+    message = await receive_until(socket, lambda m: 'id="job-runtime"' in m)
+    menu = runtime_menu_of(message)
+    assert '<option value="sft-demo">sft-demo</option>' in menu
+    assert '<option value="sft-qwen3" selected>sft-qwen3</option>' in menu
+    assert '<option value="">any</option>' in menu
+    assert 'id="job-demo-on-demo"' not in results_of(message)  # filtered out, yet offered
+    # The pushed options are the ones the page itself draws now.
+    page = await sync_to_async(
+        lambda: (
+            client_for(catalog_data["bob"]).get("/p/demo/jobs?runtime=sft-qwen3").content.decode()
+        )
+    )()
+    assert f'<select id="job-runtime" name="runtime">{menu}</select>' in page
+    await socket.disconnect()
+
+
+async def test_the_runtime_menu_keeps_a_chosen_runtime_escaped(
+    catalog_data: Any, api: Any, fresh_hub: Any
+) -> None:
+    chosen = f'"><b>{SCRIPT}'
+    socket = await connect(catalog_data["alice"])
+    assert (await socket.connect())[0]
+    await watch_jobs(socket, catalog_data["alice"], urlencode({"runtime": chosen}), await now())
+    await sync_to_async(add_job)(api, "any-run")
+    menu = runtime_menu_of(await receive_until(socket, lambda m: 'id="job-runtime"' in m))
+    assert SCRIPT not in menu
+    assert "<b>" not in menu
+    assert f'<option value="{escape(chosen)}" selected>{escape(chosen)}</option>' in menu
     await socket.disconnect()
