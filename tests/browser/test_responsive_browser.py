@@ -10,8 +10,6 @@ the role and the widest element that sticks out of the viewport (outside any scr
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from django.urls import URLPattern
 from playwright.sync_api import Browser
@@ -20,7 +18,7 @@ from runtimes.apimachinery.errors import REASONS
 from runtimes.console.runtime_page import TABS
 from runtimes.console.urls import urlpatterns
 from tests.browser.conftest import Session
-from tests.support.api import GV
+from tests.support.api import GV, job_manifest
 from tests.support.liveserver import LiveServer
 
 pytestmark = pytest.mark.browser
@@ -140,18 +138,7 @@ def pages(server: LiveServer, role: str | None) -> dict[str, list[str]]:
 @pytest.fixture(scope="module")
 def job(daphne_server: LiveServer) -> str:
     """A job in project demo, so the job page has something to show."""
-    manifest: dict[str, Any] = {
-        "apiVersion": "nodus.dev/v1beta1",
-        "kind": "TrainingJob",
-        "metadata": {"name": JOB},
-        "spec": {
-            "runtimeRef": {"namespace": "nodus", "name": "sft-qwen3"},
-            "model": "Qwen/Qwen3-0.6B",
-            "method": "LoRA",
-            "data": "hf://datasets/nodus/alpaca",
-            "steps": 300,
-        },
-    }
+    manifest = job_manifest(JOB, steps=300)
     with daphne_server.client("alice") as client:
         response = client.post(f"{GV}/namespaces/demo/trainingjobs", json=manifest)
         assert response.status_code == 201, response.text
