@@ -76,10 +76,11 @@ async def prepare(
         refusal = media.not_acceptable()
     elif rendering[0] == media.PARTIAL_LIST:  # a watch event is one object
         refusal = media.wrong_partial(media.PARTIAL_LIST)
-    if refusal is not None or rendering is None:
+    if refusal is not None:
         # The role check comes first, as kube's filter does: 403 whatever the caller accepts.
         await viewpool.run(check, user, access, WATCH, namespace or "", "", rt)
-        raise errors.ApiError("NotAcceptable", str(refusal.detail if refusal else ""))
+        raise errors.ApiError("NotAcceptable", str(refusal.detail))
+    assert rendering is not None  # refused above when there is none
     table_version = rendering[1] if rendering[0] == "Table" else None
     plan: WatchPlan = await viewpool.run(
         plan_watch, rt, user, access, namespace, request.GET, table_version, credential
