@@ -39,7 +39,7 @@ PIP_CHECK := out=$$($(PY) -m pip check 2>&1) || { echo "$$out" >&2; \
 	exit 1; }
 
 .PHONY: help run test lint typecheck pytest pytest-main pytest-browser bench deps test-deps venv-check \
-	system-test-deps lock clean editor
+	system-test-deps lock clean editor screenshots
 
 help:
 	@echo "make run    serve the console, API and controller at http://127.0.0.1:8000/"
@@ -155,7 +155,7 @@ typecheck: $(TEST_STAMP)
 
 pytest: pytest-main pytest-browser
 
-# The sync Playwright plugin and pytest-asyncio cannot share one run (STACK-NOTES), so browser
+# The sync Playwright plugin and pytest-asyncio cannot share one event loop in one run, so browser
 # tests get their own invocation. Exit code 5 ("no tests") passes only where no test carries the
 # mark at all; anywhere else it means tests went missing and fails the build.
 pytest-main: $(TEST_STAMP)
@@ -167,6 +167,11 @@ pytest-browser: $(TEST_STAMP) system-test-deps $(NODE_STAMP) $(EDITOR_BUNDLE)
 		echo "no browser tests yet"; rc=0; \
 	fi; \
 	exit $$rc
+
+# Retakes the screenshots the docs show (the README's catalog) from a live server.
+screenshots: $(TEST_STAMP) system-test-deps $(NODE_STAMP) $(EDITOR_BUNDLE)
+	NODUS_UPDATE_SCREENSHOTS=1 $(PY) -m pytest -m browser -p no:xdist \
+		tests/browser/test_readme_screenshot_browser.py
 
 bench: $(TEST_STAMP)
 	$(PY) benchmarks/run.py

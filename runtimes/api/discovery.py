@@ -1,7 +1,7 @@
 """Discovery: /version, /api, /apis and the group-version documents kubectl reads first.
 
 Both the aggregated (apidiscovery.k8s.io/v2) and the legacy shapes are generated from the
-kind registry; kubectl picks one by the response Content-Type (KUBE-API.md §1.3). Beside our
+kind registry; kubectl picks one by the response Content-Type. Beside our
 group, /apis lists authorization.k8s.io/v1 for the SelfSubjectAccessReviews that `kubectl auth
 can-i` sends (`runtimes.api.access_review`).
 """

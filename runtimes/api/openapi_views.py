@@ -4,7 +4,7 @@ kubectl keeps the document in its HTTP cache keyed by the `?hash=` URL the index
 matching hash is served as immutable for a year, and a stale one is redirected (301) to the
 current hash: a schema change is picked up on the next command without a cache flush
 (kube-openapi `pkg/handler3/handler.go`). `/openapi/v2` is not served (404): kubectl tolerates
-that because our PATCH operation declares `fieldValidation` (KUBE-API.md §1.4).
+that because our PATCH operation declares `fieldValidation`.
 """
 
 from __future__ import annotations

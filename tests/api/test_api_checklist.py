@@ -1,4 +1,4 @@
-"""KUBE-API.md §7 items that no other test pinned down on their own (docs/kube-api-checklist.md).
+"""Coverage items that no other test pinned down on their own (docs/kube-compatibility.md).
 
 Each test names its checklist item. Most run in-process through the Django test client; the
 `kubectl`-marked ones drive the real kubectl against the session's live daphne server.

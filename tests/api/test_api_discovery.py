@@ -1,5 +1,5 @@
 """Discovery as kubectl reads it: /version, /api, /apis (aggregated and legacy), the group and
-the group-version (KUBE-API.md checklist items 1-5)."""
+the group-version (docs/kube-compatibility.md, coverage items 1-5)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Requests a real kube-apiserver refuses or answers otherwise, answered as it does.
 
 Each case came from sending the same request to nodus and to kube-apiserver 1.35 serving
-TrainingRuntime as a CRD (issue 13's list); the expected codes, reasons and messages are
+TrainingRuntime as a CRD; the expected codes, reasons and messages are
 kube's.
 """
 

@@ -1,4 +1,4 @@
-"""`/openapi/v3` and the group-version document as kube-openapi serves them (KUBE-API.md §1.4)."""
+"""`/openapi/v3` and the group-version document as kube-openapi serves them."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Two people edit one runtime in two browsers: a stale tab's save never undoes the other's
-change unless its user chooses so (issue 15: the lost `team: changed-meanwhile`)."""
+change unless its user chooses so (a user once lost `team: changed-meanwhile`)."""
 
 from __future__ import annotations
 

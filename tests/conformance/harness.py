@@ -218,7 +218,7 @@ def _read_events(step: Events, watcher: Any, saved: dict[str, Any], label: str) 
 
 
 def runtime(name: str = "conf", namespace: str | None = None, **spec: Any) -> dict[str, Any]:
-    """A small valid TrainingRuntime (the fields CONTRACT.md requires)."""
+    """A small valid TrainingRuntime (the fields the resource contract requires)."""
     body: dict[str, Any] = {
         "apiVersion": "nodus.dev/v1beta1",
         "kind": "TrainingRuntime",

@@ -509,7 +509,7 @@ SEQUENCES = [
     ),
     Sequence(
         "openapi-v2-is-not-served-by-design",
-        "docs/kube-compatibility.md (OpenAPI v3 only); docs/kube-api-checklist.md item 9",
+        "docs/kube-compatibility.md (OpenAPI v3 only); its coverage item 9",
         (Step("GET", "/openapi/v2", 404),),
     ),
 ]

@@ -17,7 +17,7 @@ from runtimes.catalog.compile import CompileResult, compile_job
 from runtimes.catalog.matching import match_gpu
 
 DATA = Path(__file__).resolve().parents[2] / "runtimes" / "data"
-# The enumerations of the contract (shared/spec/CONTRACT.md).
+# The enumerations of the resource contract.
 TASKS = {"SFT", "Pretrain", "DPO", "ORPO", "KTO", "Reward", "GRPO", "Distill", "Evaluate", "Custom"}
 LAUNCHERS = {"Plain", "Torchrun", "Accelerate", "Deepspeed"}
 GANG_LAUNCHERS = LAUNCHERS - {"Plain"}

@@ -1,4 +1,4 @@
-"""The OpenAPI v3 document: what kubectl explain, apply and edit rely on (KUBE-API.md 1.4)."""
+"""The OpenAPI v3 document: what kubectl explain, apply and edit rely on."""
 
 from __future__ import annotations
 

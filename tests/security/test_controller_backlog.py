@@ -1,6 +1,6 @@
 """The embedded controller working through 2,000 runtimes whose registry is unreachable.
 
-Before issue 11 this kept one core busy for minutes and API lists timed out after 60 s. Now the
+Once this kept one core busy for minutes and API lists timed out after 60 s. Now the
 controller reconciles with bounded concurrency, a bounded CPU share and per-runtime jittered
 backoff, off the request path (runtimes.controller.loop, runtimes.controller.pacing).
 
