@@ -3,7 +3,7 @@
 A TrainingJob is what a person asks of a TrainingRuntime: which model, method and parameters,
 how much work, where. Its spec is the compile draft (``runtimes.catalog.compile``) plus the
 fields a runtime's defaults name (resources, distributed.nodes, sidecars, initCommand), so the
-runtime's own field types (`SIDECAR`, `ENV_VAR`, quantities, durations) are reused, not restated.
+shared fragments (`registry.fragments`: sidecars, env, the preflight) are reused, not restated.
 Status is the job controller's: the compiled plan, pinned to the runtime generation and image
 digest it was compiled against.
 """
@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from runtimes.apimachinery.meta import API_VERSION, VERSION
 from runtimes.apimachinery.meta_schema import CONDITION, OBJECT_META
-from runtimes.apimachinery.schema_nodes import Field, argv, integer, obj, quantity, string
-from runtimes.registry.trainingruntime.schema import GPU_COUNTS, METHODS, MODES, SIDECAR
+from runtimes.apimachinery.schema_nodes import Field, integer, obj, quantity, string
+from runtimes.registry.fragments import init_command, sidecars
+from runtimes.registry.trainingruntime.schema import GPU_COUNTS, METHODS, MODES
 
 KIND = "TrainingJob"
 PLURAL = "trainingjobs"
@@ -120,20 +121,12 @@ SPEC = obj(
     ),
     resources=JOB_RESOURCES,
     distributed=DISTRIBUTED,
-    sidecars=Field(
-        "array",
+    sidecars=sidecars(
         "Sidecars add to the runtime's default sidecars, or replace the one of the same name. "
-        "A sidecar without an image runs the job's (the runtime's) image.",
-        items=SIDECAR,
-        list_type="map",
-        list_keys=("name",),
+        "A sidecar without an image runs the job's (the runtime's) image."
     ),
-    initCommand=obj(
-        "InitCommand replaces the runtime's preflight for this job.",
-        _v1beta1("JobInitCommand"),
-        ("command",),
-        command=argv("Command is the preflight's argv.", min_items=1),
-        timeout=string("Timeout bounds the preflight; at most 30m.", format="duration"),
+    initCommand=init_command(
+        "InitCommand replaces the runtime's preflight for this job.", "JobInitCommand"
     ),
 )
 

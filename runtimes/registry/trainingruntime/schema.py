@@ -10,7 +10,6 @@ field help are all generated from it. Rules that need more than one field live i
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from runtimes.apimachinery import schema_nodes
@@ -27,6 +26,7 @@ from runtimes.apimachinery.schema_nodes import (
     quantity,
     string,
 )
+from runtimes.registry.fragments import init_command, sidecars
 
 KIND = "TrainingRuntime"
 PLURAL = "trainingruntimes"
@@ -99,57 +99,6 @@ RESOURCES = obj(
     gpu=GPU_REQUEST,
 )
 
-ENV_VAR = obj(
-    "EnvVar is one environment variable: exactly one of a literal value or a Secret key.",
-    _v1beta1("EnvVar"),
-    ("name",),
-    name=string("Name matches ^[A-Za-z_][A-Za-z0-9_]*$.", min_length=1, format="env-name"),
-    value=string("Value is the literal value."),
-    valueFrom=obj(
-        "ValueFrom names where the value comes from instead of a literal.",
-        _v1beta1("EnvVarSource"),
-        ("secretKeyRef",),
-        # One value, as kube's SecretKeySelector (+structType=atomic): a manager that sets it
-        # owns both keys, so two appliers cannot leave the name of one and the key of another.
-        secretKeyRef=replace(
-            obj(
-                "SecretKeyRef selects one key of a Secret in the job's project.",
-                _v1beta1("SecretKeySelector"),
-                ("name", "key"),
-                name=string("Name is the Secret.", min_length=1, format="dns-subdomain"),
-                key=string("Key is the key within the Secret.", min_length=1, format="secret-key"),
-            ),
-            map_type="atomic",
-        ),
-    ),
-)
-
-SIDECAR = obj(
-    "Sidecar is a helper container (for example a vLLM rollout server) that starts before the "
-    "trainer and stops after it.",
-    _v1beta1("Sidecar"),
-    ("name",),
-    name=string(
-        "Name is a DNS-1123 label, unique among the sidecars.", min_length=1, format="dns-label"
-    ),
-    image=string(
-        "Image is a digest-pinned image reference; when unset the sidecar runs the job's image.",
-        format="image-ref",
-    ),
-    command=argv("Command is the sidecar's argv; when unset the image's entrypoint runs."),
-    env=Field(
-        "array",
-        "Env adds environment variables, one per name.",
-        items=ENV_VAR,
-        list_type="map",
-        list_keys=("name",),
-    ),
-    startupTimeout=string(
-        "StartupTimeout bounds how long the sidecar may take to become ready, e.g. 5m.",
-        format="duration",
-    ),
-)
-
 SPEC = obj(
     "TrainingRuntimeSpec is the contract a TrainingJob compiles against.",
     _v1beta1("TrainingRuntimeSpec"),
@@ -198,12 +147,8 @@ SPEC = obj(
     defaults=obj(
         "Defaults apply when a TrainingJob leaves the field unset.",
         _v1beta1("RuntimeDefaults"),
-        initCommand=obj(
-            "InitCommand is a preflight that runs before the command.",
-            _v1beta1("InitCommand"),
-            ("command",),
-            command=argv("Command is the preflight's argv.", min_items=1),
-            timeout=string("Timeout bounds the preflight; at most 30m.", format="duration"),
+        initCommand=init_command(
+            "InitCommand is a preflight that runs before the command.", "InitCommand"
         ),
         parameters=Field(
             "object",
@@ -212,13 +157,7 @@ SPEC = obj(
             preserve_unknown=True,
         ),
         resources=RESOURCES,
-        sidecars=Field(
-            "array",
-            "Sidecars start before the trainer and stop after it.",
-            items=SIDECAR,
-            list_type="map",
-            list_keys=("name",),
-        ),
+        sidecars=sidecars("Sidecars start before the trainer and stop after it."),
     ),
     presets=Field(
         "array",
