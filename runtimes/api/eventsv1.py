@@ -2,7 +2,7 @@
 
 kube-apiserver serves both versions from one storage; so do we: these views read the core
 kind (`registry.kinds.EVENTS`) through the same list machinery (snapshots, paging, the
-readable projects) and convert each object (`registry.event.strategy.to_v1`). Field selectors
+readable projects) and convert each object (`registry.event.conversion.to_v1`). Field selectors
 use this version's labels (`regarding.name`, `reportingController`, ...), translated to the
 core ones as kube's field label conversion does. Get and list only: no watch here (core/v1
 events watch), and no writes (Events are the controller's).
@@ -23,7 +23,8 @@ from runtimes.apimachinery import errors
 from runtimes.apimachinery.selectors import SelectorError, parse_field_selector
 from runtimes.apimachinery.selectors.fields import FieldTerm
 from runtimes.registry import authorization
-from runtimes.registry.event.strategy import V1_FIELD_LABELS, to_v1
+from runtimes.registry.event.conversion import to_v1
+from runtimes.registry.event.schema import V1_FIELD_LABELS
 from runtimes.registry.kinds import EVENTS, EVENTS_V1
 from runtimes.storage import store
 

@@ -11,8 +11,6 @@ since project names are no secret to signed-in users (kubectl asks for the names
 
 from __future__ import annotations
 
-import uuid
-
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -24,25 +22,9 @@ from runtimes.apimachinery import errors
 from runtimes.apimachinery.meta import Obj
 from runtimes.registry import authorization
 from runtimes.registry.kinds import NAMESPACES
+from runtimes.registry.namespace.schema import namespace_object
 from runtimes.storage import store
 from runtimes.storage.models import Project
-
-# What kube-apiserver answers for a method the resource's route does not serve (go-restful).
-
-
-def namespace_object(project: Project) -> Obj:
-    return {
-        "kind": "Namespace",
-        "apiVersion": "v1",
-        "metadata": {
-            "name": project.name,
-            "uid": str(uuid.uuid5(uuid.NAMESPACE_URL, f"nodus:project:{project.name}")),
-            "creationTimestamp": project.created_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "labels": {"kubernetes.io/metadata.name": project.name},
-        },
-        "spec": {"finalizers": ["kubernetes"]},
-        "status": {"phase": "Active"},
-    }
 
 
 class _NamespaceBase(KubeView):

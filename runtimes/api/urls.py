@@ -25,7 +25,7 @@ from runtimes.api.viewpool import pooled
 from runtimes.apimachinery import errors
 from runtimes.apimachinery.meta import API_VERSION, GROUP
 from runtimes.registry import authorization
-from runtimes.registry.event.strategy import EVENTS_GROUP
+from runtimes.registry.event.schema import EVENTS_GROUP
 
 GV = f"apis/{API_VERSION}"
 # The core group: Events (the controller's), and Namespaces (the projects) by their own views.

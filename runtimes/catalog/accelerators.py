@@ -17,64 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from runtimes.apimachinery import yamlcodec
-from runtimes.apimachinery.meta import API_VERSION, GROUP, VERSION
+from runtimes.apimachinery.meta import API_VERSION
 from runtimes.apimachinery.quantities import parse_quantity
 
 ACCELERATORS_FILE_ENV = "NODUS_ACCELERATORS_FILE"
 DEFAULT_ACCELERATORS_FILE = Path(__file__).resolve().parents[1] / "data" / "accelerators.yaml"
 GPU_COUNTS = (1, 2, 4, 8)
 INTERCONNECTS = ("NVLink", "PCIe", "InfinityFabric")
-
-ACCELERATOR_RESOURCE: dict[str, Any] = {
-    "group": GROUP,
-    "version": VERSION,
-    "kind": "Accelerator",
-    "plural": "accelerators",
-    "singular": "accelerator",
-    "shortNames": ["acc"],
-    "namespaced": False,
-    "verbs": ["get", "list", "watch"],
-}
-# The columns after Name (which the generic Table converter always puts first) and before Age,
-# as `kubectl get accelerators` prints them; the registry's Accelerator kind is built from these
-# and `accelerator_table_row` fills them. Priority 1 shows only with `-o wide`.
-ACCELERATOR_COLUMNS: list[dict[str, Any]] = [
-    {
-        "name": "Family",
-        "type": "string",
-        "format": "",
-        "priority": 0,
-        "description": "The accelerator family.",
-    },
-    {
-        "name": "Memory",
-        "type": "string",
-        "format": "",
-        "priority": 0,
-        "description": "Memory per GPU.",
-    },
-    {
-        "name": "Class",
-        "type": "string",
-        "format": "",
-        "priority": 0,
-        "description": "The accelerator class estimates are keyed by.",
-    },
-    {
-        "name": "NVLink",
-        "type": "boolean",
-        "format": "",
-        "priority": 0,
-        "description": "Whether the variant has NVLink.",
-    },
-    {
-        "name": "Offerings",
-        "type": "integer",
-        "format": "",
-        "priority": 1,
-        "description": "How many host shapes offer it.",
-    },
-]
 
 _CLASS_KEY = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
@@ -382,18 +331,6 @@ def accelerator_objects(source: AcceleratorCatalog | None = None) -> list[dict[s
             },
         }
         for v in cat.variants.values()
-    ]
-
-
-def accelerator_table_row(obj: Mapping[str, Any]) -> list[Any]:
-    """The cells for ACCELERATOR_COLUMNS: Family, Memory, Class, NVLink, Offerings."""
-    spec = obj.get("spec") or {}
-    return [
-        spec.get("family"),
-        spec.get("memory"),
-        spec.get("acceleratorClass"),
-        spec.get("nvlink"),
-        len(spec.get("offerings") or []),
     ]
 
 

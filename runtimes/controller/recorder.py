@@ -28,7 +28,7 @@ from runtimes.accounts.access import may_write_status
 from runtimes.accounts.serviceaccounts import ServiceAccount
 from runtimes.apimachinery import errors
 from runtimes.apimachinery.meta import Obj
-from runtimes.registry.event.strategy import MAX_MESSAGE, MAX_REASON
+from runtimes.registry.event.schema import MAX_MESSAGE, MAX_REASON
 from runtimes.registry.kinds import EVENTS
 from runtimes.storage import store
 

@@ -1,6 +1,7 @@
-"""Registers the kinds the API serves: TrainingRuntime, TrainingJob, the read-only Accelerator
-catalog, and core/v1 Events (the controller's) and Namespaces (the projects, served from the
-accounts' tables rather than the store: `runtimes.api.namespaces`).
+"""Registers the kinds the API serves, each laid out as `registry/<kind>/` (schema, strategy
+with its columns, and its defaulting and validation where it has them): TrainingRuntime,
+TrainingJob, the read-only Accelerator catalog, core/v1 Events (the controller's) and
+Namespaces (the projects, made from the accounts' tables: `runtimes.api.namespaces`).
 
 TrainingRuntime and TrainingJob are in the `all` category, as a CRD may declare, so
 `kubectl get all -n PROJECT` shows them; the cluster-scoped catalog is not (kube's `all` holds
@@ -8,37 +9,37 @@ namespaced workloads only)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from runtimes.apimachinery.meta import GROUP, VERSION
 from runtimes.apimachinery.schema_nodes import merge_types
-from runtimes.catalog.accelerators import ACCELERATOR_COLUMNS, accelerator_table_row
-from runtimes.registry.accelerator_schema import ACCELERATOR
-from runtimes.registry.event import strategy as events
+from runtimes.registry.accelerator import schema as accelerator_schema
+from runtimes.registry.accelerator import strategy as accelerator
+from runtimes.registry.event import schema as event_schema
+from runtimes.registry.event import strategy as event
+from runtimes.registry.namespace import schema as namespace_schema
+from runtimes.registry.namespace import strategy as namespace
 from runtimes.registry.resources import REGISTRY, ResourceType, register, resource_key
-from runtimes.registry.strategy import Strategy
-from runtimes.registry.trainingjob import schema as job_schema
+from runtimes.registry.trainingjob import schema as trainingjob_schema
 from runtimes.registry.trainingjob import strategy as trainingjob
-from runtimes.registry.trainingruntime import schema
+from runtimes.registry.trainingruntime import schema as trainingruntime_schema
 from runtimes.registry.trainingruntime import strategy as trainingruntime
 
 TRAINING_RUNTIMES = register(
     ResourceType(
         group=GROUP,
         version=VERSION,
-        kind="TrainingRuntime",
-        plural="trainingruntimes",
+        kind=trainingruntime_schema.KIND,
+        plural=trainingruntime_schema.PLURAL,
         singular="trainingruntime",
         namespaced=True,
         strategy=trainingruntime.STRATEGY,
         status_strategy=trainingruntime.STATUS_STRATEGY,
         short_names=("tr",),
         categories=("nodus", "all"),
-        selectable_fields=schema.SELECTABLE_FIELDS,
+        selectable_fields=trainingruntime_schema.SELECTABLE_FIELDS,
         columns=trainingruntime.COLUMNS,
         subresources=("status", "compile"),
-        field_types=merge_types(schema.TRAINING_RUNTIME),
-        schema=schema.TRAINING_RUNTIME,
+        field_types=merge_types(trainingruntime_schema.TRAINING_RUNTIME),
+        schema=trainingruntime_schema.TRAINING_RUNTIME,
     )
 )
 
@@ -46,47 +47,40 @@ TRAINING_JOBS = register(
     ResourceType(
         group=GROUP,
         version=VERSION,
-        kind=job_schema.KIND,
-        plural=job_schema.PLURAL,
+        kind=trainingjob_schema.KIND,
+        plural=trainingjob_schema.PLURAL,
         singular="trainingjob",
         namespaced=True,
         strategy=trainingjob.STRATEGY,
         status_strategy=trainingjob.STATUS_STRATEGY,
         short_names=("tj",),
         categories=("nodus", "all"),
-        selectable_fields=job_schema.SELECTABLE_FIELDS,
+        selectable_fields=trainingjob_schema.SELECTABLE_FIELDS,
         columns=trainingjob.COLUMNS,
         subresources=("status",),
-        field_types=merge_types(job_schema.TRAINING_JOB),
-        schema=job_schema.TRAINING_JOB,
+        field_types=merge_types(trainingjob_schema.TRAINING_JOB),
+        schema=trainingjob_schema.TRAINING_JOB,
     )
 )
-
-
-def _accelerator_cell(index: int) -> Any:
-    return lambda obj: accelerator_table_row(obj)[index]
 
 
 ACCELERATORS = register(
     ResourceType(
         group=GROUP,
         version=VERSION,
-        kind="Accelerator",
-        plural="accelerators",
+        kind=accelerator_schema.KIND,
+        plural=accelerator_schema.PLURAL,
         singular="accelerator",
         namespaced=False,
-        strategy=Strategy(),
+        strategy=accelerator.STRATEGY,
         short_names=("acc",),
         categories=("nodus",),
         read_only=True,
-        field_types=merge_types(ACCELERATOR),
-        schema=ACCELERATOR,
+        field_types=merge_types(accelerator_schema.ACCELERATOR),
+        schema=accelerator_schema.ACCELERATOR,
         read_only_fix="Accelerator objects are read-only through the API; platform admins "
         "change the catalog file and reload it.",
-        columns=tuple(
-            (c["name"], c["type"], c["description"], c["priority"], _accelerator_cell(index))
-            for index, c in enumerate(ACCELERATOR_COLUMNS)
-        ),
+        columns=accelerator.COLUMNS,
     )
 )
 
@@ -95,17 +89,17 @@ EVENTS = register(
     ResourceType(
         group="",
         version="v1",
-        kind=events.KIND,
+        kind=event_schema.KIND,
         plural="events",
         singular="event",
         namespaced=True,
-        strategy=events.STRATEGY,
+        strategy=event.STRATEGY,
         short_names=("ev",),
         read_only=True,
         read_only_fix="Events are written by nodus's controller as it reconciles; they expire "
         "after an hour (NODUS_EVENTS_TTL_SECONDS).",
-        selectable_fields=events.SELECTABLE_FIELDS,
-        columns=events.COLUMNS,
+        selectable_fields=event_schema.SELECTABLE_FIELDS,
+        columns=event.COLUMNS,
         name_and_age_columns=False,
     )
 )
@@ -114,19 +108,19 @@ EVENTS = register(
 # `runtimes.api.eventsv1`, which converts each core Event (regarding, note, deprecated*).
 EVENTS_V1 = register(
     ResourceType(
-        group=events.EVENTS_GROUP,
+        group=event_schema.EVENTS_GROUP,
         version="v1",
-        kind=events.KIND,
+        kind=event_schema.KIND,
         plural="events",
         singular="event",
         namespaced=True,
-        strategy=events.STRATEGY,
+        strategy=event.STRATEGY,
         short_names=("ev",),
         read_only=True,
         read_only_fix=EVENTS.read_only_fix,
         served_verbs=("get", "list"),
         store_backed=False,
-        columns=events.COLUMNS,
+        columns=event.COLUMNS,
         name_and_age_columns=False,
     )
 )
@@ -135,26 +129,18 @@ NAMESPACES = register(
     ResourceType(
         group="",
         version="v1",
-        kind="Namespace",
-        plural="namespaces",
+        kind=namespace_schema.KIND,
+        plural=namespace_schema.PLURAL,
         singular="namespace",
         namespaced=False,
-        strategy=Strategy(),
+        strategy=namespace.STRATEGY,
         short_names=("ns",),
         read_only=True,
         read_only_fix="Namespaces are nodus projects: platform admins create them in the console "
         "or with `manage.py createproject`.",
         served_verbs=("get", "list"),
         store_backed=False,
-        columns=(
-            (
-                "Status",
-                "string",
-                "The status of the namespace",
-                0,
-                lambda obj: (obj.get("status") or {}).get("phase", ""),
-            ),
-        ),
+        columns=namespace.COLUMNS,
     )
 )
 

@@ -12,8 +12,8 @@ import pytest
 
 from runtimes.api import listing
 from runtimes.api.listoptions import MAX_SELECTOR_BYTES
-from runtimes.catalog.accelerators import ACCELERATOR_COLUMNS, accelerator_table_row
 from runtimes.registry import seeding
+from runtimes.registry.accelerator.strategy import ACCELERATOR_COLUMNS, table_row
 from runtimes.registry.kinds import lookup
 from runtimes.storage import compaction, store
 from runtimes.storage.models import Project
@@ -306,7 +306,7 @@ def test_it_prints_the_accelerator_columns_the_catalog_defines(alice: ApiClient)
         ("Family", 0), ("Memory", 0), ("Class", 0), ("NVLink", 0), ("Offerings", 1),
     ]  # fmt: skip
     for row in table["rows"]:
-        assert row["cells"][1:-1] == accelerator_table_row(row["object"])
+        assert row["cells"][1:-1] == table_row(row["object"])
 
 
 def test_it_shows_only_readable_projects_in_a_cluster_wide_list(

@@ -1,4 +1,4 @@
-"""core/v1 Events: validation, selectable fields and kube's own printer columns.
+"""core/v1 Events: validation and kube's own printer columns.
 
 Events are written by nodus's controller (`runtimes.controller.recorder`) and read by anyone who
 may read the project they are in; through the API they are read-only. The rules are the ones
@@ -13,81 +13,8 @@ from typing import Any
 from runtimes.apimachinery.durations import human_age
 from runtimes.apimachinery.fielderrors import FieldError, invalid, not_supported, required
 from runtimes.apimachinery.meta import Obj
+from runtimes.registry.event.schema import MAX_REASON, TYPES
 from runtimes.registry.strategy import Strategy
-
-API_VERSION = "v1"
-KIND = "Event"
-EVENTS_GROUP = "events.k8s.io"
-# events.k8s.io/v1's field labels and the core ones they are (kube's field label conversion
-# for the events group; its own spellings only, as kube accepts).
-V1_FIELD_LABELS = {
-    "regarding.kind": "involvedObject.kind",
-    "regarding.namespace": "involvedObject.namespace",
-    "regarding.name": "involvedObject.name",
-    "regarding.uid": "involvedObject.uid",
-    "regarding.apiVersion": "involvedObject.apiVersion",
-    "regarding.resourceVersion": "involvedObject.resourceVersion",
-    "regarding.fieldPath": "involvedObject.fieldPath",
-    "reportingController": "reportingComponent",
-    "reason": "reason",
-    "type": "type",
-    "metadata.name": "metadata.name",
-    "metadata.namespace": "metadata.namespace",
-}
-# core/v1 field -> events.k8s.io/v1 field (kube's Convert_core_Event_To_v1_Event).
-V1_FIELDS = {
-    "involvedObject": "regarding",
-    "related": "related",
-    "message": "note",
-    "source": "deprecatedSource",
-    "firstTimestamp": "deprecatedFirstTimestamp",
-    "lastTimestamp": "deprecatedLastTimestamp",
-    "count": "deprecatedCount",
-    "reportingComponent": "reportingController",
-    "reportingInstance": "reportingInstance",
-    "eventTime": "eventTime",
-    "series": "series",
-    "action": "action",
-    "reason": "reason",
-    "type": "type",
-}
-
-
-def to_v1(core: Obj) -> Obj:
-    """A core/v1 Event as events.k8s.io/v1 shows it (`eventTime`, which that version requires,
-    is null for a core Event written without one)."""
-    converted: Obj = {
-        "kind": KIND,
-        "apiVersion": f"{EVENTS_GROUP}/v1",
-        "metadata": core.get("metadata", {}),
-    }
-    for old, new in V1_FIELDS.items():
-        if core.get(old) not in (None, "", {}):
-            converted[new] = core[old]
-    if "eventTime" not in converted:
-        converted["eventTime"] = None
-    return converted
-
-
-TYPES = ("Normal", "Warning")
-# kube's validation: reason and action at most 128 characters, the message at most 1 KiB for
-# events.k8s.io (core/v1 keeps what it is given; the recorder clips to the same bound).
-MAX_REASON = 128
-MAX_MESSAGE = 1024
-# kube's EventToSelectableFields, besides metadata.name and metadata.namespace; `source`
-# (source.component) is not a path and is not offered.
-SELECTABLE_FIELDS = (
-    "involvedObject.kind",
-    "involvedObject.namespace",
-    "involvedObject.name",
-    "involvedObject.uid",
-    "involvedObject.apiVersion",
-    "involvedObject.resourceVersion",
-    "involvedObject.fieldPath",
-    "reason",
-    "reportingComponent",
-    "type",
-)
 
 
 class EventStrategy(Strategy):

@@ -12,6 +12,7 @@ from runtimes.apimachinery.meta_schema import OBJECT_META
 from runtimes.apimachinery.schema_nodes import Field, boolean, integer, obj, quantity, string
 
 KIND = "Accelerator"
+PLURAL = "accelerators"
 
 
 def _v1beta1(kind: str) -> str:

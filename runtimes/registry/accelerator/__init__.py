@@ -1,0 +1,1 @@
+"""The Accelerator kind: the catalog's variants, read-only through the API."""

@@ -1,0 +1,1 @@
+"""core/v1 Namespaces: the projects, read-only through the API."""
