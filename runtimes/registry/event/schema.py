@@ -8,6 +8,7 @@ from __future__ import annotations
 
 API_VERSION = "v1"
 KIND = "Event"
+PLURAL = "events"
 EVENTS_GROUP = "events.k8s.io"
 # events.k8s.io/v1's field labels and the core ones they are (kube's field label conversion
 # for the events group; its own spellings only, as kube accepts).
