@@ -11,5 +11,5 @@ urlpatterns = [
     path("", include("runtimes.console.urls")),
 ]
 
-handler404 = "runtimes.console.views.not_found"
-handler500 = "runtimes.console.views.server_error"
+handler404 = "runtimes.console.errors.not_found"
+handler500 = "runtimes.console.errors.server_error"

@@ -23,8 +23,8 @@ from typing import Any
 
 import httpx
 
-from tests.security.conftest import livez_stays_up
 from tests.support.api import runtime_manifest
+from tests.support.availability import livez_stays_up
 from tests.support.liveserver import prepare, serve_command, server_environment
 from tests.support.manage import shell_in
 from tests.support.ports import free_port

@@ -22,7 +22,7 @@ import pytest
 import yaml
 
 from runtimes.apimachinery import bounds
-from tests.security.conftest import livez_stays_up
+from tests.support.availability import livez_stays_up
 from tests.support.liveserver import LiveServer
 from tests.support.watch_live import DEMO, manifest
 

@@ -32,8 +32,8 @@ from runtimes.api.serving import (
     MAX_LINE_BYTES,
 )
 from runtimes.apimachinery.metadata_rules import TOTAL_ANNOTATION_SIZE_LIMIT, TOTAL_LABEL_SIZE_LIMIT
-from tests.security.conftest import livez_stays_up, run_in_threads
 from tests.support.api import GV, runtime_manifest
+from tests.support.availability import livez_stays_up, run_in_threads
 from tests.support.liveserver import LiveServer
 
 RUNTIMES = f"{GV}/namespaces/demo/trainingruntimes"

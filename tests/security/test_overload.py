@@ -11,8 +11,8 @@ import threading
 
 import httpx
 
-from tests.security.conftest import livez_stays_up, run_in_threads
 from tests.support.api import runtime_manifest
+from tests.support.availability import livez_stays_up, run_in_threads
 from tests.support.liveserver import LiveServer
 
 GV = "/apis/nodus.dev/v1beta1"

@@ -23,8 +23,8 @@ import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
-from tests.security.conftest import livez_stays_up
 from tests.support.api import runtime_manifest
+from tests.support.availability import livez_stays_up
 from tests.support.liveserver import prepare, serve_command, server_environment
 
 GV = "/apis/nodus.dev/v1beta1"

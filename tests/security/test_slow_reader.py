@@ -20,8 +20,8 @@ import httpx
 import orjson
 
 from runtimes.api import serving
-from tests.security.conftest import livez_stays_up
 from tests.support.api import runtime_manifest
+from tests.support.availability import livez_stays_up
 from tests.support.liveserver import LiveServer
 
 GV = "/apis/nodus.dev/v1beta1"

@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.security.conftest import livez_stays_up, run_in_threads
+from tests.support.availability import livez_stays_up, run_in_threads
 from tests.support.kubectl import Kubectl
 from tests.support.liveserver import LiveServer
 from tests.support.manage import add_member, manage

@@ -22,7 +22,7 @@ import pytest
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
-from tests.security.conftest import livez_stays_up
+from tests.support.availability import livez_stays_up
 from tests.support.liveserver import LiveServer
 from tests.support.manage import manage
 from tests.support.watch_live import DEMO, manifest

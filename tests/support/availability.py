@@ -1,4 +1,4 @@
-"""Security regression tests: each row of the threat table, run against a live server.
+"""Availability under attack, for the security tests: /livez keeps answering, attacks on threads.
 
 Every attack test asserts the status code it must get, that `/livez` keeps answering while the
 attack runs (`livez_stays_up`), and that no acknowledged write is lost.

@@ -23,8 +23,8 @@ import pytest
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
-from tests.security.conftest import livez_stays_up
 from tests.support import liveserver, services
+from tests.support.availability import livez_stays_up
 from tests.support.console import form_fields
 from tests.support.liveserver import LiveServer
 from tests.support.manage import add_member, manage, shell
