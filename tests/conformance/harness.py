@@ -32,6 +32,9 @@ JSON_PATCH = "application/json-patch+json"
 APPLY = "application/apply-patch+yaml"
 STRATEGIC = "application/strategic-merge-patch+json"
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io"
+# Sources more than one module cites.
+DELETE_HANDLER = "apiserver pkg/endpoints/handlers/delete_test.go"
+DRYRUN = "kubernetes test/integration/dryrun/dryrun_test.go"
 
 
 # ---- sequences --------------------------------------------------------------------------------
@@ -303,4 +306,21 @@ def gone(name: str) -> Step:
         failure(
             404, "NotFound", f'trainingruntimes.nodus.dev "{name}" not found', tr_details(name)
         ),
+    )
+
+
+def delete(
+    name: str, status: int = 200, expect: object = None, body: object = None, **kw: object
+) -> Step:
+    return Step("DELETE", f"{TRS}/{name}", status, body, expect=expect, **kw)  # type: ignore[arg-type]
+
+
+def held(name: str = "a") -> Step:
+    """Creates `name` with a finalizer, saving rv and uid."""
+    return Step(
+        "POST",
+        TRS,
+        201,
+        with_meta(runtime(name), finalizers=["nodus.dev/hold"]),
+        save={"rv": "metadata.resourceVersion", "uid": "metadata.uid"},
     )

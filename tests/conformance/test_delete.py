@@ -6,14 +6,18 @@ import pytest
 
 from tests.conformance.conftest import InProcess
 from tests.conformance.harness import (
+    DELETE_HANDLER,
+    DRYRUN,
     TRS,
     Sequence,
     Step,
     cause,
     create,
+    delete,
     failure,
     get,
     gone,
+    held,
     merge,
     params,
     run,
@@ -34,25 +38,6 @@ from tests.conformance.patterns import (
 FINALIZATION = "apiextensions-apiserver test/integration/finalization_test.go"
 APISERVER = "apiserver pkg/endpoints/apiserver_test.go"
 STORE = "apiserver pkg/registry/generic/registry/store_test.go"
-DELETE = "apiserver pkg/endpoints/handlers/delete_test.go"
-DRYRUN = "kubernetes test/integration/dryrun/dryrun_test.go"
-
-
-def delete(
-    name: str, status: int = 200, expect: object = None, body: object = None, **kw: object
-) -> Step:
-    return Step("DELETE", f"{TRS}/{name}", status, body, expect=expect, **kw)  # type: ignore[arg-type]
-
-
-def held(name: str = "a") -> Step:
-    """Creates `name` with a finalizer, saving rv and uid."""
-    return Step(
-        "POST",
-        TRS,
-        201,
-        with_meta(runtime(name), finalizers=["nodus.dev/hold"]),
-        save={"rv": "metadata.resourceVersion", "uid": "metadata.uid"},
-    )
 
 
 SEQUENCES = [
@@ -372,7 +357,7 @@ SEQUENCES = [
     ),
     Sequence(
         "deletecollection-answers-the-deleted-items-as-a-list",
-        f"{DELETE} TestDeleteCollection; {STORE} TestStoreDeleteCollection",
+        f"{DELETE_HANDLER} TestDeleteCollection; {STORE} TestStoreDeleteCollection",
         (
             create("a"),
             create("b"),

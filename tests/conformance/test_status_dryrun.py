@@ -8,14 +8,17 @@ import pytest
 
 from tests.conformance.conftest import InProcess
 from tests.conformance.harness import (
+    DRYRUN,
     MERGE,
     TRS,
     Sequence,
     Step,
     create,
+    delete,
     failure,
     get,
     gone,
+    held,
     merge,
     params,
     run,
@@ -33,7 +36,6 @@ from tests.conformance.patterns import (
 )
 
 SUBRESOURCES = "apiextensions-apiserver test/integration/subresources_test.go"
-DELETE = "apiserver pkg/endpoints/handlers/delete_test.go"
 CRD_HANDLER = (
     "apiextensions-apiserver pkg/apiserver/customresource_handler.go getOrCreateServingInfoFor"
 )
@@ -42,7 +44,6 @@ STRICT = (
     'TrainingRuntime in version "v1beta1" cannot be handled as a TrainingRuntime: '
     "strict decoding error: "
 )
-DRYRUN = "kubernetes test/integration/dryrun/dryrun_test.go"
 DIGEST = "sha256:" + "1" * 64
 STATUS = f"{TRS}/a/status"
 
@@ -52,23 +53,6 @@ def status_patch(
 ) -> Step:
     """A merge patch of /status by root (a platform admin may write status, as the controller)."""
     return Step("PATCH", STATUS + query, status, body, MERGE, who="root", expect=expect, **kw)  # type: ignore[arg-type]
-
-
-def delete(
-    name: str, status: int = 200, expect: object = None, body: object = None, **kw: object
-) -> Step:
-    return Step("DELETE", f"{TRS}/{name}", status, body, expect=expect, **kw)  # type: ignore[arg-type]
-
-
-def held(name: str = "a") -> Step:
-    """Creates `name` with a finalizer, saving rv and uid."""
-    return Step(
-        "POST",
-        TRS,
-        201,
-        with_meta(runtime(name), finalizers=["nodus.dev/hold"]),
-        save={"rv": "metadata.resourceVersion", "uid": "metadata.uid"},
-    )
 
 
 SEQUENCES = [
