@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import re
 from collections import defaultdict
 from pathlib import Path
@@ -15,6 +14,7 @@ from jsonschema import Draft202012Validator
 from runtimes.catalog.accelerators import catalog
 from runtimes.catalog.compile import CompileResult, compile_job
 from runtimes.catalog.matching import match_gpu
+from runtimes.registry.trainingruntime import validation
 
 DATA = Path(__file__).resolve().parents[2] / "runtimes" / "data"
 # The enumerations of the resource contract.
@@ -170,10 +170,6 @@ def test_the_example_is_one_runtime_for_project_demo() -> None:
 
 
 def test_every_seeded_object_passes_validation() -> None:
-    try:
-        validation = importlib.import_module("runtimes.registry.trainingruntime.validation")
-    except ModuleNotFoundError:
-        pytest.skip("runtimes.registry.trainingruntime.validation is not there yet")
     for obj in MANAGED + EXAMPLES:
         assert validation.validate_runtime(obj, catalog()) == [], by_name(obj)
         assert validation.validate_spec(obj["spec"], catalog()) == [], by_name(obj)
