@@ -125,13 +125,17 @@ lock: $(UV)
 	$(UV) pip compile $(LOCK_OPTIONS) "$${upgrade[@]}" pyproject.toml --extra test -o $(TEST_LOCK); \
 	$(UV) pip compile $(LOCK_OPTIONS) pyproject.toml -c $(TEST_LOCK) -o $(RUN_LOCK)
 
-# Debian's chromium (browser tests), docker-registry (controller tests against a real registry)
-# and Node.js with npm (the browser tests' npm packages). Installed only when missing, and only
+# Debian's chromium (browser tests), docker-registry (controller tests against a real registry),
+# podman, runc and debootstrap (the image's build-and-run test) and Node.js with npm (the
+# browser tests' npm packages). Installed only when missing, and only
 # as root; otherwise those tests skip.
 system-test-deps:
 	@missing=""; \
 	[[ -x /usr/bin/chromium ]] || missing="$$missing chromium"; \
 	[[ -x /usr/bin/docker-registry ]] || missing="$$missing docker-registry"; \
+	command -v podman >/dev/null || missing="$$missing podman"; \
+	command -v runc >/dev/null || missing="$$missing runc"; \
+	command -v debootstrap >/dev/null || missing="$$missing debootstrap"; \
 	command -v npm >/dev/null || missing="$$missing nodejs npm"; \
 	if [[ -n "$$missing" ]]; then \
 		if [[ $$(id -u) -eq 0 ]] && command -v apt-get >/dev/null; then \

@@ -84,19 +84,39 @@ class Command(BaseCommand):
         )
         # Internal: one of `--workers`' processes; the parent migrated, seeded and printed.
         parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+        # A deployment splits the two halves: one Job sets up, every API pod only serves.
+        setup = parser.add_mutually_exclusive_group()
+        setup.add_argument(
+            "--setup-only",
+            action="store_true",
+            help="migrate, make the admin, seed and collect the static files, then exit",
+        )
+        setup.add_argument(
+            "--no-setup",
+            action="store_true",
+            help="serve at once: the database is migrated and the static files collected",
+        )
+        parser.add_argument("--no-demo", action="store_true", help="do not create the demo project")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        host, port, tls_port = options["host"], options["port"], options["tls_port"]
         if options["worker"]:
-            self.serve(options["host"], options["port"], options["tls_port"], controller=False)
+            self.serve(host, port, tls_port, controller=False)
+            return
+        if options["no_setup"]:
+            self.serve_workers(options["workers"], host, port, tls_port)
             return
         call_command("migrate", interactive=False, verbosity=0)
         admin, password, _generated = ensure_admin()
-        ensure_demo_project(admin)
+        if not options["no_demo"]:
+            ensure_demo_project(admin)
         if not options["no_seed"]:
             call_command("seed", verbosity=0)
         # Hashed, compressed static files, before the app (and WhiteNoise's file list) loads.
         collect_static()
-        host, port, tls_port = options["host"], options["port"], options["tls_port"]
+        if options["setup_only"]:
+            self.stdout.write(f"nodus console is set up: admin {admin.get_username()}")
+            return
         ensure_certificate(settings.DATA_DIR / "tls", [host])  # made once, before any worker
         shown = "127.0.0.1" if host in {"0.0.0.0", "::"} else host  # noqa: S104
         kept = (
@@ -122,8 +142,11 @@ class Command(BaseCommand):
             )
         )
         self.stdout.flush()
-        if options["workers"] > 1:
-            self.supervise(options["workers"], host, port, tls_port)
+        self.serve_workers(options["workers"], host, port, tls_port)
+
+    def serve_workers(self, workers: int, host: str, port: int, tls_port: int) -> None:
+        if workers > 1:
+            self.supervise(workers, host, port, tls_port)
             return
         self.serve(host, port, tls_port, controller=settings.NODUS_EMBEDDED_CONTROLLER)
 
