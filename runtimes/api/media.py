@@ -18,10 +18,11 @@ import orjson
 from rest_framework import exceptions, negotiation, parsers, renderers
 from rest_framework.request import Request
 
-from runtimes.apimachinery import bounds, jsoncodec, yamlcodec
+from runtimes.apimachinery import bounds, jsoncodec, mediatypes, yamlcodec
 
-JSON = "application/json"
-YAML = "application/yaml"
+JSON = mediatypes.JSON
+YAML = mediatypes.YAML
+TABLE = mediatypes.TABLE
 MERGE_PATCH = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 APPLY_PATCH = "application/apply-patch+yaml"
@@ -190,52 +191,49 @@ def parse_accept(header: str) -> list[MediaRange]:
     return ranges
 
 
-def _json_like(media: str) -> bool:
-    return media in {JSON, "application/*", "*/*"}
+def _serializer(media_type: str) -> mediatypes.Serializer | None:
+    """The serializer a media range asks for (wildcards and the watch stream mean JSON)."""
+    if media_type in {JSON, "application/*", "*/*", mediatypes.WATCH_JSON}:
+        return mediatypes.SERIALIZERS[0]
+    return next((s for s in mediatypes.SERIALIZERS if s.media_type == media_type), None)
 
 
-def accepted_as(
-    request: Request | Any, allowed: tuple[str, ...] = ("Table",)
-) -> tuple[str, str] | None:
-    """The first acceptable rendering: ("", "") for plain JSON, ("Table", "v1") for a Table, ...
-
-    Returns None when nothing in Accept can be served (the caller answers 406).
-    """
+def negotiate(
+    request: Request | Any, allowed: tuple[str, ...] = (TABLE,)
+) -> tuple[str, str, str] | None:
+    """The first Accept range that can be served: (media type, rendering, version), with
+    ("", "") for a plain object or list; None when nothing can (the caller answers 406)."""
     header = request.META.get("HTTP_ACCEPT", "") or "*/*"
     for media in parse_accept(header):
-        if media.type == YAML and "as" not in media.params:
-            return ("", "")  # written as YAML (`wants_yaml`)
-        if not _json_like(media.type) and media.type != "application/json;stream=watch":
+        serializer = _serializer(media.type)
+        if serializer is None:
             continue
         as_ = media.params.get("as")
         if as_ is None:
-            return ("", "")
+            return (serializer.media_type, "", "")
+        rendering = mediatypes.RENDERINGS.get(as_)
         if (
-            as_ == "Table"
-            and "Table" in allowed
-            and media.params.get("g") == "meta.k8s.io"
-            and media.params.get("v") in {"v1", "v1beta1"}
-        ):
-            return ("Table", media.params["v"])
-        if (
-            as_ == "APIGroupDiscoveryList"
+            rendering is not None
             and as_ in allowed
-            and media.params.get("g") == "apidiscovery.k8s.io"
-            and media.params.get("v") == "v2"
+            and as_ in serializer.renderings
+            and media.params.get("g") == rendering.group
+            and media.params.get("v") in rendering.versions
         ):
-            return (as_, "v2")
-        if (
-            as_ in METADATA_RENDERINGS
-            and as_ in allowed
-            and media.params.get("g") == "meta.k8s.io"
-            and media.params.get("v") in {"v1", "v1beta1"}
-        ):
-            return (as_, media.params["v"])
+            return (serializer.media_type, as_, media.params["v"])
     return None
 
 
+def accepted_as(
+    request: Request | Any, allowed: tuple[str, ...] = (TABLE,)
+) -> tuple[str, str] | None:
+    """The first acceptable rendering: ("", "") for plain JSON or YAML, ("Table", "v1") for a
+    Table, ...; None when nothing in Accept can be served (the caller answers 406)."""
+    chosen = negotiate(request, allowed)
+    return None if chosen is None else (chosen[1], chosen[2])
+
+
 # Metadata only (kube's metadata client and informers, the garbage collector's reads).
-PARTIAL, PARTIAL_LIST = "PartialObjectMetadata", "PartialObjectMetadataList"
+PARTIAL, PARTIAL_LIST = mediatypes.PARTIAL, mediatypes.PARTIAL_LIST
 METADATA_RENDERINGS = (PARTIAL, PARTIAL_LIST)
 
 
@@ -253,14 +251,13 @@ def wrong_partial(requested: str) -> exceptions.NotAcceptable:
     )
 
 
-def wants_yaml(request: Request | Any) -> bool:
-    """Whether the first media type in Accept that can be served is plain YAML."""
-    for media in parse_accept(request.META.get("HTTP_ACCEPT", "") or "*/*"):
-        if media.type == YAML and "as" not in media.params:
-            return True
-        if _json_like(media.type) or media.type == "application/json;stream=watch":
-            return False
-    return False
+ALL_RENDERINGS = tuple(mediatypes.RENDERINGS)
+
+
+def wants_yaml(request: Request | Any, allowed: tuple[str, ...] = ALL_RENDERINGS) -> bool:
+    """Whether the first media type in Accept that can be served is YAML."""
+    chosen = negotiate(request, allowed)
+    return chosen is not None and chosen[0] == YAML
 
 
 def not_acceptable() -> exceptions.NotAcceptable:
@@ -295,6 +292,8 @@ class KubeNegotiation(negotiation.BaseContentNegotiation):
     def select_renderer(
         self, request: Request, renderers: list[Any], format_suffix: Any = None
     ) -> Any:
-        if wants_yaml(request):
+        view = (getattr(request, "parser_context", None) or {}).get("view")
+        allowed = tuple(getattr(view, "renderings", ALL_RENDERINGS))
+        if wants_yaml(request, allowed):
             return (KubeYAMLRenderer(), YAML)
         return (KubeJSONRenderer(), JSON)

@@ -183,6 +183,7 @@ def apply_change(
                 now_timestamp(),
                 list_map_keys=rt.merge_types,
                 subresource=subresource,
+                default=rt.strategy.default,
             )
         except managedfields.ApplyConflict as exc:
             raise conflict_error(exc) from exc

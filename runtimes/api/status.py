@@ -7,7 +7,10 @@ from typing import Any
 import orjson
 from django.http import HttpRequest, HttpResponse
 
+from runtimes.api.media import wants_yaml
+from runtimes.apimachinery import yamlcodec
 from runtimes.apimachinery.errors import ApiError
+from runtimes.apimachinery.mediatypes import JSON, YAML
 
 API_PREFIXES = (
     "/api",
@@ -37,11 +40,13 @@ def status_body(request: HttpRequest, error: ApiError) -> dict[str, Any]:
 
 
 def status_response(request: HttpRequest, error: ApiError) -> HttpResponse:
-    response = HttpResponse(
-        orjson.dumps(status_body(request, error)),
-        status=error.code,
-        content_type="application/json",
-    )
+    """The Status in JSON, or in YAML when that is what the caller accepts first (as kube)."""
+    body = status_body(request, error)
+    if wants_yaml(request):
+        content, content_type = yamlcodec.dump(body).encode(), YAML
+    else:
+        content, content_type = orjson.dumps(body), JSON
+    response = HttpResponse(content, status=error.code, content_type=content_type)
     if error.retry_after is not None:
         response["Retry-After"] = str(error.retry_after)
     return response

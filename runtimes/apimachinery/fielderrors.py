@@ -7,6 +7,7 @@ Validators collect these into a list; the store turns a non-empty list into one 
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 from typing import Any
@@ -38,7 +39,12 @@ def render_value(value: Any) -> str:
         return str(value)
     if isinstance(value, str):
         return orjson.dumps(value).decode()
-    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+    except TypeError:
+        # orjson refuses integers past 64 bits (a YAML body may hold one); the standard
+        # library writes them, within the body's depth bound.
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
 
 
 def _with_detail(body: str, detail: str) -> str:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -349,6 +349,7 @@ def apply(
     *,
     list_map_keys: MapKeys = None,
     subresource: str = "",
+    default: Callable[[dict[str, Any]], None] | None = None,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Server-side apply of ``applied_obj`` by ``manager`` onto ``live_obj`` (None: create).
 
@@ -361,14 +362,19 @@ def apply(
     fields that the last-applied annotation of a client-side apply names, with the value still
     live, are no conflicts (the applier takes them over), and when the object keeps the
     annotation it is rewritten to the applied configuration, so a later client-side apply
-    computes its patch from what was really applied.
+    computes its patch from what was really applied. ``default`` (the kind's defaulting, in
+    place) fills the annotation's configuration as the server filled the object it wrote,
+    so a value the server completed (an atomic list whose items got defaults) still counts as
+    the annotation's.
     """
     managed = list(managed_fields or [])
     args = (live_obj, applied_obj, manager, managed, api_version, time, list_map_keys, subresource)
     try:
         merged, entries = _apply(*args, force)
     except ApplyConflict as exc:
-        allowed = _taken_over_from_last_applied(live_obj, manager, api_version, list_map_keys)
+        allowed = _taken_over_from_last_applied(
+            live_obj, manager, api_version, list_map_keys, default
+        )
         if allowed is None:
             raise
         remaining = [c for c in exc.conflicts if c.path not in allowed]
@@ -381,7 +387,11 @@ def apply(
 
 
 def _taken_over_from_last_applied(
-    live_obj: Mapping[str, Any] | None, manager: str, api_version: str, list_map_keys: MapKeys
+    live_obj: Mapping[str, Any] | None,
+    manager: str,
+    api_version: str,
+    list_map_keys: MapKeys,
+    default: Callable[[dict[str, Any]], None] | None,
 ) -> set[FieldPath] | None:
     """The fields of the last-applied annotation whose value is the live one; None when there
     is nothing to take over (another manager, no annotation, another API version)."""
@@ -399,7 +409,11 @@ def _taken_over_from_last_applied(
         return None
     types = list_types(list_map_keys)
     live = object_fields(live_obj, types)
-    last_fields = object_fields(applied_config(last), types)
+    config = applied_config(last)
+    if default is not None:
+        config = copy.deepcopy(config)
+        default(config)
+    last_fields = object_fields(config, types)
     return {
         path
         for path, value in last_fields.items()

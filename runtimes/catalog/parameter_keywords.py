@@ -21,6 +21,7 @@ from jsonschema import Draft202012Validator, FormatChecker, validators
 from jsonschema.exceptions import ValidationError
 
 from runtimes.apimachinery import regexes
+from runtimes.catalog import parameter_formats
 
 Validator = Any  # jsonschema's validator protocol, as its keyword functions receive it
 
@@ -178,10 +179,15 @@ def _format_checker() -> FormatChecker:
     checker = FormatChecker(formats=())
     checker.checkers = dict(Draft202012Validator.FORMAT_CHECKER.checkers)
     checker.checks("regex", raises=regexes.UnsupportedPattern)(_is_regex)
+    checker.checks("time")(parameter_formats.is_time)
+    checker.checks("date")(parameter_formats.is_date)
+    checker.checks("date-time")(parameter_formats.is_date_time)
+    checker.checks("email")(parameter_formats.is_email)
     return checker
 
 
-# Draft 2020-12's format checks, with ``regex`` meaning "RE2 can run it".
+# Draft 2020-12's format checks, with ``regex`` meaning "RE2 can run it" and time, date-time and
+# email as their RFCs have them (`parameter_formats`).
 FORMAT_CHECKER = _format_checker()
 
 ParameterValidator = validators.extend(

@@ -158,7 +158,9 @@ def _one_of_errors(error: ValidationError, field: str, where: str) -> list[Field
     # names exactly one form, that form's own errors say more than "matches none".
     branches: dict[Any, list[ValidationError]] = {}
     for sub in error.context or []:
-        branches.setdefault(sub.relative_schema_path[0], []).append(sub)
+        # A `false` branch's error carries no schema path: it is no form to choose.
+        branch = sub.relative_schema_path[0] if sub.relative_schema_path else None
+        branches.setdefault(branch, []).append(sub)
     chosen = [errs for errs in branches.values() if not any(e.validator == "const" for e in errs)]
     if len(chosen) == 1 and len(branches) == len(error.validator_value):
         return [fe for sub in chosen[0] for fe in _field_errors(sub, field)]

@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 
+from runtimes.apimachinery import mediatypes
 from runtimes.apimachinery.meta import API_VERSION, GROUP, VERSION
 from runtimes.registry.kinds import all_kinds
 from runtimes.registry.openapi_schemas import (
@@ -36,7 +37,9 @@ PATCH_MEDIA_TYPES = (
     "application/merge-patch+json",
     "application/apply-patch+yaml",
 )
-_BODY_MEDIA_TYPES = ("application/json", "application/yaml")
+# Bodies are read in the types answers are written in (apimachinery.mediatypes, which the API's
+# content negotiation reads too).
+_BODY_MEDIA_TYPES = mediatypes.answer_types()
 _TAG = "nodusDev_v1beta1"
 _OP_SUFFIX = "NodusDevV1beta1"
 
@@ -142,7 +145,7 @@ def _responses(
     responses["401"] = {"description": "Unauthorized"}
     responses["default"] = {
         "description": "An error: a metav1.Status whose reason is a registered code.",
-        **_content(ref(META + "Status"), ("application/json",)),
+        **_content(ref(META + "Status")),
     }
     return responses
 
@@ -188,7 +191,7 @@ def _read_only_paths(rt: ResourceType) -> dict[str, Any]:
     """A read-only, cluster-scoped kind (the Accelerator catalog): get, list and watch only;
     kubectl explain finds it by these operations' GVK."""
     collection = f"{PREFIX}/{rt.plural}"
-    list_media = (*_BODY_MEDIA_TYPES, "application/json;stream=watch")
+    list_media = mediatypes.answer_types(watch=True)
     return {
         collection: {
             "get": _operation(
@@ -221,7 +224,7 @@ def _kind_paths(rt: ResourceType) -> dict[str, Any]:
         return _read_only_paths(rt)
     namespaced = f"{PREFIX}/namespaces/{{namespace}}/{rt.plural}"
     runtime, runtime_list = ref(component(rt)), ref(list_component(rt))
-    list_media = (*_BODY_MEDIA_TYPES, "application/json;stream=watch")
+    list_media = mediatypes.answer_types(watch=True)
     body = {"required": True, **_content(runtime)}
     patch_body = {
         "required": True,

@@ -290,12 +290,9 @@ def update(
     """PUT: the body replaces the object; its metadata.resourceVersion must be current."""
     wanted = body.get("metadata", {}).get("resourceVersion")
     if not wanted:
-        raise errors.invalid(
-            rt.kind,
-            rt.group,
-            name,
-            [_rv_required()],
-        )
+        # kube's generic store names the resource here, not the kind: its qualifiedKind is
+        # {group, resource} ("trainingruntimes.nodus.dev"), in the message and the details.
+        raise errors.invalid(rt.plural, rt.group, name, [_rv_required()])
     uid = body.get("metadata", {}).get("uid")
 
     def replaced(old: Obj) -> Obj:

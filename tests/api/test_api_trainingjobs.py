@@ -356,3 +356,13 @@ def test_defaults_merge_under_the_job_null_removes_and_a_chosen_branch_replaces(
     assert "learningRate" not in merged
     assert merged["batchSize"] == 8
     assert merged["epochs"] == 2
+
+
+def test_a_runtime_whose_schema_allows_nothing_refuses_a_job_with_422(
+    api: Callable[[str | None], ApiClient],
+) -> None:
+    """`oneOf: [false, false]` is a valid schema no value meets: a job that sets it is refused
+    naming the field, never answered 500."""
+    add_runtime(api, {"spec": {"parameters": {"properties": {"x": {"oneOf": [False, False]}}}}})
+    response = api("alice").post(TJS, job({"parameters": {"epochs": 2, "x": 1}}))
+    assert ("spec.parameters.x", "FieldValueInvalid") in refused(response)

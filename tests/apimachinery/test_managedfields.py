@@ -729,3 +729,25 @@ def test_an_update_that_creates_a_list_of_items_owns_the_list_too() -> None:
     # An applier's set never holds the list itself, only its items.
     _, managed = typed_apply(None, created, "applier")
     assert "." not in by_manager(managed)["applier", "Apply"]["fieldsV1"]["f:spec"]["f:modes"]
+
+
+def _fill_interconnect(obj: dict[str, Any]) -> None:
+    """A kind's defaulting: each GPU of the (atomic) list gets an interconnect."""
+    for gpu in obj.get("spec", {}).get("gpus", []):
+        gpu.setdefault("interconnect", "Any")
+
+
+def test_kubectl_takes_over_an_atomic_list_the_server_completed_with_defaults() -> None:
+    """What the client applied, once the server's defaults fill it, is what is live: the
+    annotation still names it, so kubectl's first server-side apply takes it over (kube's own
+    lastAppliedManager, comparing the annotation undefaulted, would refuse)."""
+    live = _client_side(manifest(gpus=[{"type": "H100"}]))
+    _fill_interconnect(live)
+    config = manifest(gpus=[{"type": "H100"}])
+    config["metadata"]["labels"]["tier"] = "gold"
+    with pytest.raises(ApplyConflict) as caught:
+        do_apply(live, config, manager=KUBECTL)
+    assert [c.field for c in caught.value.conflicts] == [".spec.gpus"]
+    merged, managed = do_apply(live, config, manager=KUBECTL, default=_fill_interconnect)
+    assert merged["metadata"]["labels"]["tier"] == "gold"
+    assert "f:gpus" in by_manager(managed)["kubectl", "Apply"]["fieldsV1"]["f:spec"]

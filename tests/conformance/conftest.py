@@ -65,7 +65,7 @@ class _LiveWatch(Watcher):
     def body_json(self) -> Any:
         """The body of a refused watch (read on the watcher's thread, so wait for it)."""
         self._thread.join(10)
-        return orjson.loads(self.body) if self.body else None
+        return _decode(self.body, (self.headers or {}).get("content-type", ""))
 
 
 class Live:

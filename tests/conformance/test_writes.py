@@ -86,12 +86,12 @@ SEQUENCES = [
                 failure(
                     422,
                     "Invalid",
-                    'TrainingRuntime.nodus.dev "a" is invalid: metadata.resourceVersion: Invalid '
+                    'trainingruntimes.nodus.dev "a" is invalid: metadata.resourceVersion: Invalid '
                     "value: 0x0: must be specified for an update",
                     {
                         "name": "a",
                         "group": "nodus.dev",
-                        "kind": "TrainingRuntime",
+                        "kind": "trainingruntimes",
                         "causes": [
                             cause(
                                 "FieldValueInvalid",
