@@ -12,7 +12,7 @@ from benchmarks.abuse_probe import Outcome
 
 @dataclass
 class Row:
-    name: str  # the attack, as issue 11's table names it
+    name: str  # the attack, as docs/security.md's threat table names it
     who: str  # who can mount it
     attack: Outcome
     baseline: Outcome | None = None

@@ -1,4 +1,4 @@
-"""Issue 11: the API beside an embedded controller working through 2,000 failing runtimes.
+"""The API beside an embedded controller working through 2,000 failing runtimes.
 
     .venv/bin/python benchmarks/run.py controller-load      # about 3 minutes
 

@@ -5,7 +5,7 @@
     BENCH_REPEAT=300 .venv/bin/python benchmarks/run.py
     .venv/bin/python benchmarks/run.py scale      # 10,000 runtimes on PostgreSQL and SQLite
                                                   # (runs only when named; a few minutes)
-    .venv/bin/python benchmarks/run.py abuse      # issue 11's attacks (benchmarks/abuse.py)
+    .venv/bin/python benchmarks/run.py abuse      # the threat table's attacks (benchmarks/abuse.py)
     .venv/bin/python benchmarks/run.py herd       # nodus beside etcd under a herd of clients
                                                   # (benchmarks/herd.py; runs in `make bench`)
     .venv/bin/python benchmarks/run.py herd-scaleout  # 10,000 watchers on 4 workers, PostgreSQL

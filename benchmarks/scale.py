@@ -1,4 +1,4 @@
-"""Issue 4: 10,000 runtimes on PostgreSQL (+ Redis) and on SQLite, served by daphne.
+"""Scale: 10,000 runtimes on PostgreSQL (+ Redis) and on SQLite, served by daphne.
 
     .venv/bin/python benchmarks/run.py scale
 
