@@ -1,4 +1,4 @@
-"""The security tests' attacks against a live server: time to answer, status, peak RSS, beside baselines.
+"""The threat table's attacks against a live server: time to answer, status, peak RSS, baselines.
 
     .venv/bin/python benchmarks/abuse.py                   # every row but the controller's (~3 min)
     .venv/bin/python benchmarks/abuse.py redos selectors   # only the named groups

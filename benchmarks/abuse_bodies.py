@@ -1,6 +1,6 @@
 """The abuse benchmark's inputs: each hostile body beside a benign one of the same kind.
 
-Every builder is pure and small: what it makes is the input of one row of docs/security.md's threat table.
+Every builder is pure and small: what it makes is the input of one row of the threat table.
 """
 
 from __future__ import annotations
