@@ -132,3 +132,19 @@ def test_the_architecture_drawing_matches_the_import_contract() -> None:
         for layer in contract["layers"]
     ]
     assert drawn_layers() == enforced
+
+
+def test_the_security_limits_name_only_settings_that_exist() -> None:
+    """Every setting docs/security.md's limits table names is one the server reads."""
+    from django.conf import settings
+
+    text = (DOCS / "security.md").read_text()
+    limits = text.split("## Limits", 1)[1].split("\n## ", 1)[0]
+    named = set(re.findall(r"`(NODUS_[A-Z0-9_]+)`", limits))
+    assert len(named) > 10, "the limits table lost its settings column"
+    unknown = sorted(n for n in named if not hasattr(settings, n) and n not in _ENV_ONLY)
+    assert unknown == [], f"the limits table names settings that do not exist: {unknown}"
+
+
+# Read from the environment under other names (django-axes', Django's own).
+_ENV_ONLY = {"NODUS_LOGIN_FAILURE_LIMIT", "NODUS_LOGIN_COOLOFF_MINUTES", "NODUS_HSTS_SECONDS"}
