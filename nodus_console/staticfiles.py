@@ -6,15 +6,6 @@ gzip copy. Pages then link the hashed names, which WhiteNoise serves with
 ``Cache-Control: max-age=<a year>, public, immutable`` and gzip to clients that accept it: a
 changed file gets a new name, so a year's cache is never stale. Collecting again is skipped
 while the sources are unchanged, so a second start costs nothing.
-
-Nothing collected yet (tests in-process, management commands, `DEBUG`), pages link the source
-names, which WhiteNoise serves from the finders (WHITENOISE_USE_FINDERS) with a short max-age.
-
-WhiteNoise's middleware is sync only. Django adapts a sync middleware by running it, and every
-middleware above it, on a thread: each request paid for thread hops there and back, even API
-requests that never touch a static file. `AsyncWhiteNoiseMiddleware` is async capable: a
-request for a static file is served as WhiteNoise serves it (its file is opened on a thread);
-any other request goes straight on to the next middleware, on the event loop.
 """
 
 from __future__ import annotations
@@ -30,6 +21,15 @@ from django.core.management import call_command
 from django.http import HttpRequest, HttpResponseBase
 from whitenoise.middleware import WhiteNoiseMiddleware
 from whitenoise.storage import CompressedManifestStaticFilesStorage
+
+# Nothing collected yet (tests in-process, management commands, `DEBUG`), pages link the source
+# names, which WhiteNoise serves from the finders (WHITENOISE_USE_FINDERS) with a short max-age.
+#
+# WhiteNoise's middleware is sync only. Django adapts a sync middleware by running it, and every
+# middleware above it, on a thread: each request paid for thread hops there and back, even API
+# requests that never touch a static file. `AsyncWhiteNoiseMiddleware` is async capable: a
+# request for a static file is served as WhiteNoise serves it (its file is opened on a thread);
+# any other request goes straight on to the next middleware, on the event loop.
 
 # What the last collect was made from, kept beside its output.
 SOURCES_STAMP = ".sources"

@@ -8,10 +8,6 @@ declarations and the same `check` as the requests it asks about: the verb names 
 verb is sent as; the endpoint's `Access` says what that method needs of the caller. So "can I
 patch trainingruntimes/status in demo" is exactly whether `PATCH .../status` would be refused.
 A `nonResourceAttributes` question resolves the path to its view and asks its declaration.
-
-kubectl reads `auth can-i patch trainingruntimes/status` as the runtime *named* `status`; the
-subresource is asked with `--subresource=status`. kubectl sends the review as Kubernetes protobuf
-(a built-in kind); JSON and YAML are accepted too, and the answer is JSON, which client-go reads.
 """
 
 from __future__ import annotations
@@ -33,6 +29,10 @@ from runtimes.apimachinery import errors, protowire
 from runtimes.registry import authorization
 from runtimes.registry.authorization import WATCH, Access, declared
 from runtimes.registry.kinds import all_kinds, lookup
+
+# kubectl reads `auth can-i patch trainingruntimes/status` as the runtime *named* `status`; the
+# subresource is asked with `--subresource=status`. kubectl sends the review as Kubernetes protobuf
+# (a built-in kind); JSON and YAML are accepted too, and the answer is JSON, which client-go reads.
 
 GROUP = "authorization.k8s.io"
 VERSION = "v1"

@@ -7,48 +7,6 @@ request thread is started or a database call is put on the executor. Each reques
 in one of three pools, for its client and for the whole process; when either is full it is
 answered at once with 429 ``TooManyRequests`` and ``Retry-After: 1``, the Status
 kube-apiserver's API Priority and Fairness sends when it rejects.
-
-| pool | what | per client | process |
-|---|---|---|---|
-| ``list`` | GET of a collection; a watch's initial list, until its response starts | 2 | 8 |
-| ``watch`` | an HTTP watch, any websocket (API watch, console), while open | 100 | 1,000 |
-| ``other`` | everything else: gets, writes, discovery, console pages | 8 | 16 |
-
-A watch lists first when it has no resourceVersion (or "0") or asks sendInitialEvents=true.
-A seat is held until the response's last byte is sent (a watch's list seat until its response
-starts), not through Django's closing of the request after it: a client sending one request
-at a time never finds its own seats taken.
-
-Why these values:
-
-- Every list and "other" request runs its Python on a thread of its own (Django's sync views),
-  and threads of one process take turns on one interpreter lock. On the 2 cores this is sized
-  for, 8 lists of 10,000 objects already keep both cores busy; more would only make each
-  slower while /livez and writes wait for the lock behind them. So lists have a small pool of
-  their own (8, the executor's 12 threads less a reserve of 4, see below), and gets and writes
-  another (16), so a herd of lists can't take the seats writes need.
-- A watch set-up that lists first runs on the event loop's default executor, which
-  ``manage.py serve`` sizes to the list seats plus 4 (``NODUS_ASGI_THREADS``, 12): the
-  watches' catch-up reads of the event log and the hub always find a free thread.
-- Per client 2 lists (kubectl and client-go informers list one at a time), 8 others (a
-  browser opens at most 6 connections to a host), 100 watches (an informer per kind and
-  namespace, a console tab each). A client is its bearer token (hashed), else its session
-  cookie, else its address; what one client can hold is a fraction of the whole, so one client
-  cannot fill a pool alone.
-- An open watch costs memory and a coroutine, not a thread: 1,000 in a process.
-
-When only the process's seats of a pool are taken (not the client's own), a request waits in
-that pool's queue, first come first served, for up to ``NODUS_FLOW_QUEUE_SECONDS`` (10 s) and
-while fewer than ``NODUS_FLOW_QUEUE_LENGTH`` (1,000) wait, as APF queues before it rejects: a
-herd of informers starting at once is served in turn rather than sent away to come back all
-together a second later. Past either bound: 429.
-
-Health endpoints (/healthz, /livez, /readyz and their checks) are exempt, as kube's ``exempt``
-priority level: a load balancer must see a busy server as alive. Static files too (served from
-memory).
-
-Settings (env): ``NODUS_MAX_{LISTS,WATCHES,OTHERS}_PER_CLIENT`` and
-``NODUS_MAX_{LISTS,WATCHES,OTHERS}_INFLIGHT``; 0 means no limit.
 """
 
 from __future__ import annotations
@@ -69,6 +27,48 @@ from django.conf import settings
 
 from runtimes.api import metrics
 from runtimes.apimachinery.errors import ApiError
+
+# | pool | what | per client | process |
+# |---|---|---|---|
+# | ``list`` | GET of a collection; a watch's initial list, until its response starts | 2 | 8 |
+# | ``watch`` | an HTTP watch, any websocket (API watch, console), while open | 100 | 1,000 |
+# | ``other`` | everything else: gets, writes, discovery, console pages | 8 | 16 |
+#
+# A watch lists first when it has no resourceVersion (or "0") or asks sendInitialEvents=true.
+# A seat is held until the response's last byte is sent (a watch's list seat until its response
+# starts), not through Django's closing of the request after it: a client sending one request
+# at a time never finds its own seats taken.
+#
+# Why these values:
+#
+# - Every list and "other" request runs its Python on a thread of its own (Django's sync views),
+#   and threads of one process take turns on one interpreter lock. On the 2 cores this is sized
+#   for, 8 lists of 10,000 objects already keep both cores busy; more would only make each
+#   slower while /livez and writes wait for the lock behind them. So lists have a small pool of
+#   their own (8, the executor's 12 threads less a reserve of 4, see below), and gets and writes
+#   another (16), so a herd of lists can't take the seats writes need.
+# - A watch set-up that lists first runs on the event loop's default executor, which
+#   ``manage.py serve`` sizes to the list seats plus 4 (``NODUS_ASGI_THREADS``, 12): the
+#   watches' catch-up reads of the event log and the hub always find a free thread.
+# - Per client 2 lists (kubectl and client-go informers list one at a time), 8 others (a
+#   browser opens at most 6 connections to a host), 100 watches (an informer per kind and
+#   namespace, a console tab each). A client is its bearer token (hashed), else its session
+#   cookie, else its address; what one client can hold is a fraction of the whole, so one client
+#   cannot fill a pool alone.
+# - An open watch costs memory and a coroutine, not a thread: 1,000 in a process.
+#
+# When only the process's seats of a pool are taken (not the client's own), a request waits in
+# that pool's queue, first come first served, for up to ``NODUS_FLOW_QUEUE_SECONDS`` (10 s) and
+# while fewer than ``NODUS_FLOW_QUEUE_LENGTH`` (1,000) wait, as APF queues before it rejects: a
+# herd of informers starting at once is served in turn rather than sent away to come back all
+# together a second later. Past either bound: 429.
+#
+# Health endpoints (/healthz, /livez, /readyz and their checks) are exempt, as kube's ``exempt``
+# priority level: a load balancer must see a busy server as alive. Static files too (served from
+# memory).
+#
+# Settings (env): ``NODUS_MAX_{LISTS,WATCHES,OTHERS}_PER_CLIENT`` and
+# ``NODUS_MAX_{LISTS,WATCHES,OTHERS}_INFLIGHT``; 0 means no limit.
 
 log = logging.getLogger("nodus.flowcontrol")
 

@@ -4,18 +4,6 @@ Mirrors apimachinery's ``internalversion.ListOptions`` validation: what a list f
 (sendInitialEvents, resourceVersionMatch without resourceVersion) and what a watch requires
 (sendInitialEvents only with resourceVersionMatch=NotOlderThan). Garbage that cannot be parsed
 at all (a non-integer limit or resourceVersion, a bad selector) is a 400 BadRequest.
-
-A selector may be at most 8 KiB (``MAX_SELECTOR_BYTES``; ours: kube bounds selectors only by the
-request line, which Go's server caps at 1 MiB with the headers). That holds about 120 label
-values of the full 63 characters in one ``in (...)`` set, bounds the parse and the per-object
-match of every list and watch, and sits under the 16 KiB request line the listeners accept
-(``runtimes.api.serving``), so the check also holds for callers that never pass through them.
-
-``shardSelector`` (KEP-5866, ``ShardedListAndWatch``, alpha in kube and always on here) keeps
-the objects whose FNV-1a hash of ``metadata.uid`` or ``metadata.namespace`` falls in the ranges
-it names (``runtimes.apimachinery.selectors.shards``); it is part of the `Selection`, so every
-read that filters (SQL, the watch cache, loop reads, watches and their resumes, deletecollection)
-applies it where it applies the label and field selectors.
 """
 
 from __future__ import annotations
@@ -41,6 +29,18 @@ from runtimes.apimachinery.selectors.shards import (
     parse_shard_selector,
 )
 from runtimes.registry.resources import ResourceType
+
+# A selector may be at most 8 KiB (``MAX_SELECTOR_BYTES``; ours: kube bounds selectors only by the
+# request line, which Go's server caps at 1 MiB with the headers). That holds about 120 label
+# values of the full 63 characters in one ``in (...)`` set, bounds the parse and the per-object
+# match of every list and watch, and sits under the 16 KiB request line the listeners accept
+# (``runtimes.api.serving``), so the check also holds for callers that never pass through them.
+#
+# ``shardSelector`` (KEP-5866, ``ShardedListAndWatch``, alpha in kube and always on here) keeps
+# the objects whose FNV-1a hash of ``metadata.uid`` or ``metadata.namespace`` falls in the ranges
+# it names (``runtimes.apimachinery.selectors.shards``); it is part of the `Selection`, so every
+# read that filters (SQL, the watch cache, loop reads, watches and their resumes, deletecollection)
+# applies it where it applies the label and field selectors.
 
 EXACT = "Exact"
 NOT_OLDER_THAN = "NotOlderThan"

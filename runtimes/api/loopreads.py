@@ -5,15 +5,6 @@ kubectl make most (a GET, a list with `resourceVersion` "" or "0", any selectors
 as JSON, by a bearer token seen in the last seconds) need no database at all once the store's
 current revision is known, and that is read once for all the reads waiting together
 (`readstate.probe`). Those are answered here, on the loop, with no thread hop.
-
-Nothing is decided differently: the caller is the token's user as `bearer_user` found it a
-moment ago (`throttling.remembered_bearer_user`, the same limiter first), authorized by the same
-`authorization.check`, whose role lookups here answer only from memory (`accounts.memo`); the
-list is the same `listing.list_page`. Whatever would need the database (a token or role not
-looked up recently, a continue token, an older resourceVersion) or would not be a 200 (a
-refusal, a missing object, another media type, `pretty`) falls through to the pooled view,
-which answers it exactly as before. Django itself refuses ORM calls on the loop
-(`SynchronousOnlyOperation`), so a lookup that was not remembered cannot block it.
 """
 
 from __future__ import annotations
@@ -37,6 +28,15 @@ from runtimes.apimachinery import errors
 from runtimes.registry.authorization import check
 from runtimes.registry.resources import ResourceType
 from runtimes.watch import hub
+
+# Nothing is decided differently: the caller is the token's user as `bearer_user` found it a
+# moment ago (`throttling.remembered_bearer_user`, the same limiter first), authorized by the same
+# `authorization.check`, whose role lookups here answer only from memory (`accounts.memo`); the
+# list is the same `listing.list_page`. Whatever would need the database (a token or role not
+# looked up recently, a continue token, an older resourceVersion) or would not be a 200 (a
+# refusal, a missing object, another media type, `pretty`) falls through to the pooled view,
+# which answers it exactly as before. Django itself refuses ORM calls on the loop
+# (`SynchronousOnlyOperation`), so a lookup that was not remembered cannot block it.
 
 # The pooled views' DRF renderer, used here from the async view.
 _RENDERER = media.KubeJSONRenderer()

@@ -7,12 +7,6 @@ reads (current revision, compaction floor) on the view pool for every request wa
 starts; a request arriving while a read runs waits for the next one, since a read that began
 before the request cannot vouch for writes committed before it. kube-apiserver's cacher
 batches its etcd progress requests the same way.
-
-While a request runs with a known `StoreState` (`known(state)`), listing and watch planning
-ask that state instead of the database: `current_revision()`, `store_reached()`,
-`is_expired()`, `oldest_resumable()`. What memory can't answer raises `WouldBlock`, and the
-request is served on the pool like any other.
-Without a known state every helper reads the database, as before.
 """
 
 from __future__ import annotations
@@ -25,6 +19,12 @@ from dataclasses import dataclass
 
 from runtimes.api import viewpool
 from runtimes.storage import compaction, store
+
+# While a request runs with a known `StoreState` (`known(state)`), listing and watch planning
+# ask that state instead of the database: `current_revision()`, `store_reached()`,
+# `is_expired()`, `oldest_resumable()`. What memory can't answer raises `WouldBlock`, and the
+# request is served on the pool like any other.
+# Without a known state every helper reads the database, as before.
 
 
 class WouldBlock(Exception):

@@ -7,39 +7,6 @@ own limits answer a bare ``400`` with no body, or, for a request line over 16 Ki
 connection without a word; here every refusal is a metav1.Status with its reason, after which
 the server half-closes, reads and discards what the client still sends for ``LINGER_SECONDS``
 (so the client reads the Status rather than a connection reset) and closes.
-
-The limits, with what kube-apiserver (Go's ``net/http`` under it) does:
-
-| Limit | Ours | Kubernetes | Answer |
-|---|---|---|---|
-| request line (method, path, query) | 16 KiB | in MaxHeaderBytes, 1 MiB | 414 RequestURITooLong |
-| one header field | 16 KiB | in MaxHeaderBytes, 1 MiB | 431 RequestHeaderFieldsTooLarge |
-| all header fields | 32 KiB | MaxHeaderBytes, 1 MiB | 431 RequestHeaderFieldsTooLarge |
-| number of header fields | 100 | no limit | 431 RequestHeaderFieldsTooLarge |
-| request body | 3 MiB | --max-request-bytes, 3 MiB | 413 RequestEntityTooLarge |
-| request line and headers | 10 s | ReadHeaderTimeout, 32 s | 408 RequestTimeout |
-| request body, after the headers | 60 s | --request-timeout, 60 s | 408 RequestTimeout |
-| idle kept-alive connection | 90 s | IdleTimeout, 90 s | closed |
-| labelSelector, fieldSelector, shardSelector | 8 KiB each | no limit of its own | 400 BadRequest |
-| metadata.annotations, in total | 256 KiB | TotalAnnotationSizeLimitB, 256 KiB | 422 Invalid |
-| metadata.labels, in total | 64 KiB | no limit of its own | 422 Invalid |
-
-Why these values. The 16 KiB line is the limit Twisted has always applied to every line, so no
-client that works today breaks; it holds an 8 KiB selector (``api.listoptions``) with room to
-spare. 32 KiB of headers in 100 fields is what nginx reads by default (four 8 KiB buffers) and
-many times what kubectl (six fields) or a browser with its session cookies sends. The body limit
-is ``NODUS_MAX_BODY_BYTES`` (kube's default); here a declared length over it is refused before
-a byte of the body is read, where the application could only refuse it once it was all buffered.
-The headers deadline runs from the connection's first moment (a client that connects and sends
-nothing is closed quietly when it passes) or, on a kept-alive connection, from the next request's
-first byte; a slow-loris client that sends one byte at a time resets Twisted's idle timer forever
-but not this deadline. 10 s, where Go allows 32 s: a real client sends its headers in one
-packet. The body deadline matches kube's request timeout and gives a 3 MiB body 50 KB/s. Idle
-connections close after 90 s as Go's do, and as ``http.DefaultTransport`` (client-go) expects.
-Once the body has arrived nothing here limits the response: watches stream for as long as they
-are wanted. The metadata limits are enforced in ``apimachinery.metadata_rules``, the selector
-limit in ``api.listoptions``; the values in this table are checked against theirs by the tests.
-HTTP/2 is not offered: its framing has limits of its own that this channel does not bound.
 """
 
 from __future__ import annotations
@@ -59,6 +26,39 @@ from twisted.web import http
 
 from runtimes.api.requestid import too_large
 from runtimes.apimachinery.errors import ApiError
+
+# The limits, with what kube-apiserver (Go's ``net/http`` under it) does:
+#
+# | Limit | Ours | Kubernetes | Answer |
+# |---|---|---|---|
+# | request line (method, path, query) | 16 KiB | in MaxHeaderBytes, 1 MiB | 414 RequestURITooLong |
+# | one header field | 16 KiB | in MaxHeaderBytes, 1 MiB | 431 RequestHeaderFieldsTooLarge |
+# | all header fields | 32 KiB | MaxHeaderBytes, 1 MiB | 431 RequestHeaderFieldsTooLarge |
+# | number of header fields | 100 | no limit | 431 RequestHeaderFieldsTooLarge |
+# | request body | 3 MiB | --max-request-bytes, 3 MiB | 413 RequestEntityTooLarge |
+# | request line and headers | 10 s | ReadHeaderTimeout, 32 s | 408 RequestTimeout |
+# | request body, after the headers | 60 s | --request-timeout, 60 s | 408 RequestTimeout |
+# | idle kept-alive connection | 90 s | IdleTimeout, 90 s | closed |
+# | labelSelector, fieldSelector, shardSelector | 8 KiB each | none of its own | 400 BadRequest |
+# | metadata.annotations, in total | 256 KiB | TotalAnnotationSizeLimitB, 256 KiB | 422 Invalid |
+# | metadata.labels, in total | 64 KiB | no limit of its own | 422 Invalid |
+#
+# Why these values. The 16 KiB line is the limit Twisted has always applied to every line, so no
+# client that works today breaks; it holds an 8 KiB selector (``api.listoptions``) with room to
+# spare. 32 KiB of headers in 100 fields is what nginx reads by default (four 8 KiB buffers) and
+# many times what kubectl (six fields) or a browser with its session cookies sends. The body limit
+# is ``NODUS_MAX_BODY_BYTES`` (kube's default); here a declared length over it is refused before
+# a byte of the body is read, where the application could only refuse it once it was all buffered.
+# The headers deadline runs from the connection's first moment (a client that connects and sends
+# nothing is closed quietly when it passes) or, on a kept-alive connection, from the next request's
+# first byte; a slow-loris client that sends one byte at a time resets Twisted's idle timer forever
+# but not this deadline. 10 s, where Go allows 32 s: a real client sends its headers in one
+# packet. The body deadline matches kube's request timeout and gives a 3 MiB body 50 KB/s. Idle
+# connections close after 90 s as Go's do, and as ``http.DefaultTransport`` (client-go) expects.
+# Once the body has arrived nothing here limits the response: watches stream for as long as they
+# are wanted. The metadata limits are enforced in ``apimachinery.metadata_rules``, the selector
+# limit in ``api.listoptions``; the values in this table are checked against theirs by the tests.
+# HTTP/2 is not offered: its framing has limits of its own that this channel does not bound.
 
 log = logging.getLogger("nodus.request")
 

@@ -1,19 +1,4 @@
-"""Sync views on a pool of long-lived threads that keep their database connections.
-
-Django runs a sync view from its async handler on a thread made for that one request
-(`ThreadSensitiveContext`), opens a database connection on it, closes it at the end, and hops to
-another such thread to render the response. For a GET that is most of its time. API views run
-here instead: `pooled(view)` is an async view that runs the whole sync view, rendering
-included, on one of a fixed set of threads, each keeping its connection open between requests
-(SQLite: `CONN_MAX_AGE`; PostgreSQL: psycopg's pool), checked before and after every request as
-Django's request signals would (`close_old_connections`: a broken connection or one past its
-age is replaced). The response handed back is already rendered, so Django has nothing left to
-run on a thread.
-
-The pool has as many threads as the seats of runtimes.api.flowcontrol's list and other pools
-let requests run at once (`NODUS_VIEW_THREADS`, default 24): a request with a seat never waits
-long for a thread.
-"""
+"""Sync views on a pool of long-lived threads that keep their database connections."""
 
 from __future__ import annotations
 
@@ -28,6 +13,20 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from django.template.response import SimpleTemplateResponse
 
 from runtimes.watch.hub import run_db
+
+# Django runs a sync view from its async handler on a thread made for that one request
+# (`ThreadSensitiveContext`), opens a database connection on it, closes it at the end, and hops to
+# another such thread to render the response. For a GET that is most of its time. API views run
+# here instead: `pooled(view)` is an async view that runs the whole sync view, rendering
+# included, on one of a fixed set of threads, each keeping its connection open between requests
+# (SQLite: `CONN_MAX_AGE`; PostgreSQL: psycopg's pool), checked before and after every request as
+# Django's request signals would (`close_old_connections`: a broken connection or one past its
+# age is replaced). The response handed back is already rendered, so Django has nothing left to
+# run on a thread.
+#
+# The pool has as many threads as the seats of runtimes.api.flowcontrol's list and other pools
+# let requests run at once (`NODUS_VIEW_THREADS`, default 24): a request with a seat never waits
+# long for a thread.
 
 _executor = ThreadPoolExecutor(
     max_workers=int(getattr(settings, "NODUS_VIEW_THREADS", 24)), thread_name_prefix="nodus-view"

@@ -5,13 +5,6 @@ exactly what the HTTP watch streams (same plan, same generator). Credentials: th
 (browser; `AuthMiddlewareStack`), an `Authorization: Bearer` header, or kube's subprotocol form
 `base64url.bearer.authorization.k8s.io.<base64url token>` for clients that cannot set headers.
 The origin is checked by `AllowedHostsOriginValidator` around every websocket route.
-
-A request that fails before streaming is accepted, answered with one ERROR event carrying the
-Status, and closed with code 4000 + the HTTP status (4401, 4403, 4422, 4429, ...), so clients see
-the same message an HTTP client would. A watch whose caller loses access while it runs (token
-revoked, role binding removed, user deactivated: `watch.guard`) ends the same way: its last
-event is the ERROR, and the close code 4401 or 4403. Failed tokens count against the client's
-address, as over HTTP (`accounts.throttling`).
 """
 
 from __future__ import annotations
@@ -37,6 +30,13 @@ from runtimes.api.requestinfo import kind_for
 from runtimes.api.watchstream import WatchPlan, plan_watch, watch_events
 from runtimes.apimachinery import errors
 from runtimes.watch.guard import Credential
+
+# A request that fails before streaming is accepted, answered with one ERROR event carrying the
+# Status, and closed with code 4000 + the HTTP status (4401, 4403, 4422, 4429, ...), so clients see
+# the same message an HTTP client would. A watch whose caller loses access while it runs (token
+# revoked, role binding removed, user deactivated: `watch.guard`) ends the same way: its last
+# event is the ERROR, and the close code 4401 or 4403. Failed tokens count against the client's
+# address, as over HTTP (`accounts.throttling`).
 
 log = logging.getLogger("nodus.watch")
 

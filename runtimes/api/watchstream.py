@@ -7,11 +7,6 @@ events BOOKMARK, then the hub's changes typed against the selectors (an object e
 selection is ADDED, one leaving it is DELETED with its previous content and the new revision),
 periodic BOOKMARKs, and ERROR to end a watch that can no longer be served. The HTTP view
 writes them as JSON lines, the WebSocket consumer as text frames.
-
-A plan made with the caller's credentials carries a `StreamGuard` (`runtimes.watch.guard`): the
-stream asks it at least once a second, and when the caller's token was revoked, their role
-binding removed or their account deactivated, the watch ends with an ERROR event carrying the
-401 or 403 Status a new request would get.
 """
 
 from __future__ import annotations
@@ -36,6 +31,11 @@ from runtimes.registry.resources import ResourceType
 from runtimes.storage import compaction
 from runtimes.watch import hub
 from runtimes.watch.guard import Credential, StreamGuard
+
+# A plan made with the caller's credentials carries a `StreamGuard` (`runtimes.watch.guard`): the
+# stream asks it at least once a second, and when the caller's token was revoked, their role
+# binding removed or their account deactivated, the watch ends with an ERROR event carrying the
+# 401 or 403 Status a new request would get.
 
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 _ADDED = b'{"type":"ADDED","object":'

@@ -5,38 +5,7 @@ not what it decodes to: 1 KB of YAML aliases once expanded to 6.7 GB, and 10,000
 nesting once ended in a RecursionError (500) in code that walks objects recursively. Every body
 the server decodes (JSON by `jsoncodec`, YAML by `yamlcodec.load_body`, the console's editor and
 its JSON fields) is therefore checked against these bounds *before* the object is built, and a
-patch's result is checked again before anything walks it:
-
-=========================  =========  =====================================================
-Limit                      Value      Why
-=========================  =========  =====================================================
-`MAX_DEPTH`                100        Levels of objects and arrays (the top level is 1).
-                                      kube-apiserver's decoders allow 10,000, which Go's
-                                      stacks absorb; validation here recurses in Python (about
-                                      ten frames a level against a 1,000-frame stack), and no
-                                      TrainingRuntime needs more than about 70 (free-form
-                                      parameters are capped at 64 levels, managedFields add
-                                      four).
-`MAX_NODES`                250,000    Scalars, keys, objects and arrays together. The largest
-                                      object the other limits allow (256 KiB of annotations
-                                      and 64 KiB each of labels and parameters as one-character
-                                      entries, plus the managedFields that track them) has about
-                                      220,000. At most about 72 bytes per node (an empty
-                                      object), that bounds a decoded body to about 18 MB,
-                                      where 3 MiB of ``[{},{},…]`` would otherwise build 72 MB.
-`MAX_JSON_PATCH_OPS`       10,000     Operations in one JSON patch: kube-apiserver's
-                                      ``maxJSONPatchOperations``, answered 413 as it does.
-`MAX_COPIED_NODES`         250,000    Nodes all ``copy`` operations of one JSON patch may
-                                      duplicate (evanphx/json-patch's accumulated copy limit,
-                                      counted in nodes): 20 copies of the document into itself
-                                      would otherwise grow it 2^20 times.
-YAML anchors and aliases   refused    Kubernetes caps alias expansion; refusing them outright is
-                                      simpler and costs no client anything (kubectl and client
-                                      libraries send JSON, or YAML without anchors).
-=========================  =========  =====================================================
-
-`BoundExceeded` carries the Status reason (400 BadRequest for depth and syntax, 413
-RequestEntityTooLarge for size) and a `fix`; the API raises it as an `ApiError`.
+patch's result is checked again before anything walks it.
 """
 
 from __future__ import annotations
@@ -44,6 +13,37 @@ from __future__ import annotations
 from typing import Any
 
 from runtimes.apimachinery import errors
+
+# =========================  =========  =====================================================
+# Limit                      Value      Why
+# =========================  =========  =====================================================
+# `MAX_DEPTH`                100        Levels of objects and arrays (the top level is 1).
+#                                       kube-apiserver's decoders allow 10,000, which Go's
+#                                       stacks absorb; validation here recurses in Python (about
+#                                       ten frames a level against a 1,000-frame stack), and no
+#                                       TrainingRuntime needs more than about 70 (free-form
+#                                       parameters are capped at 64 levels, managedFields add
+#                                       four).
+# `MAX_NODES`                250,000    Scalars, keys, objects and arrays together. The largest
+#                                       object the other limits allow (256 KiB of annotations
+#                                       and 64 KiB each of labels and parameters as one-character
+#                                       entries, plus the managedFields that track them) has about
+#                                       220,000. At most about 72 bytes per node (an empty
+#                                       object), that bounds a decoded body to about 18 MB,
+#                                       where 3 MiB of ``[{},{},…]`` would otherwise build 72 MB.
+# `MAX_JSON_PATCH_OPS`       10,000     Operations in one JSON patch: kube-apiserver's
+#                                       ``maxJSONPatchOperations``, answered 413 as it does.
+# `MAX_COPIED_NODES`         250,000    Nodes all ``copy`` operations of one JSON patch may
+#                                       duplicate (evanphx/json-patch's accumulated copy limit,
+#                                       counted in nodes): 20 copies of the document into itself
+#                                       would otherwise grow it 2^20 times.
+# YAML anchors and aliases   refused    Kubernetes caps alias expansion; refusing them outright is
+#                                       simpler and costs no client anything (kubectl and client
+#                                       libraries send JSON, or YAML without anchors).
+# =========================  =========  =====================================================
+#
+# `BoundExceeded` carries the Status reason (400 BadRequest for depth and syntax, 413
+# RequestEntityTooLarge for size) and a `fix`; the API raises it as an `ApiError`.
 
 MAX_DEPTH = 100
 MAX_NODES = 250_000

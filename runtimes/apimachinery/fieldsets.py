@@ -6,10 +6,6 @@ of a list of maps (``x-kubernetes-list-type: map``, keyed by ``x-kubernetes-list
 ``v:<json>`` for an item of a set (``x-kubernetes-list-type: set``). Every other list is atomic:
 owned as one leaf, as is a map the schema declares ``x-kubernetes-map-type: atomic``. These
 types come from the kind's schema (`ListTypes`, built by ``schema_nodes.merge_types``).
-
-Only the parts of an object a client manages are tracked: ``spec``, ``status`` and metadata
-less what kube's fieldmanager strips (name, namespace and the server-set fields: uid,
-resourceVersion, generation, creationTimestamp, managedFields, ...).
 """
 
 from __future__ import annotations
@@ -19,6 +15,10 @@ import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+# Only the parts of an object a client manages are tracked: ``spec``, ``status`` and metadata
+# less what kube's fieldmanager strips (name, namespace and the server-set fields: uid,
+# resourceVersion, generation, creationTimestamp, managedFields, ...).
 
 FieldPath = tuple[str, ...]
 ListKind = Literal["atomic", "map", "set"]

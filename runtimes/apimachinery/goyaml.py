@@ -6,19 +6,7 @@ YAML 1.1 resolver does not match: ``y``/``n`` are booleans, ``1e3`` and ``0962e2
 ``0o17`` is an integer, while ``12:30`` (sexagesimal) and ``=`` stay strings. `resolve` gives
 the tag and value go-yaml gives; `yamlcodec` resolves request bodies with it.
 
-A plain scalar is looked up by its first character:
-
-- in the fixed table (``~``, ``null``, ``y``, ``yes``, ``on``, ``.inf``, ``<<`` …) → that value;
-- starting with ``.`` → a float when the whole text is one (``.5``, ``.5e3``);
-- starting with a digit or a sign → an integer (Go's ``ParseInt`` with base prefixes ``0x``,
-  ``0o``, ``0b`` and a leading ``0`` for octal; underscores are dropped first), an unsigned
-  64-bit integer, or a float (``[-+]?(\\.[0-9]+|[0-9]+(\\.[0-9]*)?)([eE][-+]?[0-9]+)?``);
-- anything else, or anything that fits none of these, is a string.
-
-An explicit tag (``!!int "12"``) resolves the text the same way and must agree with the tag,
-except that an integer may be read as a float; otherwise go-yaml's error is raised.
-Timestamps are left as their text (go-yaml gives ``interface{}`` targets the string too).
-Every check is a linear scan; no regular expression runs on the input.
+A plain scalar is looked up by its first character.
 """
 
 from __future__ import annotations
@@ -27,6 +15,18 @@ import math
 import struct
 from decimal import Decimal
 from typing import Any
+
+# - in the fixed table (``~``, ``null``, ``y``, ``yes``, ``on``, ``.inf``, ``<<`` …) → that value;
+# - starting with ``.`` → a float when the whole text is one (``.5``, ``.5e3``);
+# - starting with a digit or a sign → an integer (Go's ``ParseInt`` with base prefixes ``0x``,
+#   ``0o``, ``0b`` and a leading ``0`` for octal; underscores are dropped first), an unsigned
+#   64-bit integer, or a float (``[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?``);
+# - anything else, or anything that fits none of these, is a string.
+#
+# An explicit tag (``!!int "12"``) resolves the text the same way and must agree with the tag,
+# except that an integer may be read as a float; otherwise go-yaml's error is raised.
+# Timestamps are left as their text (go-yaml gives ``interface{}`` targets the string too).
+# Every check is a linear scan; no regular expression runs on the input.
 
 STR, BOOL, INT, FLOAT, NULL = "str", "bool", "int", "float", "null"
 MERGE, TIMESTAMP = "merge", "timestamp"

@@ -7,15 +7,6 @@ is merged into the live object, fields the manager applied before but omits now 
 unless someone else owns them, and changing a field another manager owns to a different value
 is a conflict (409) unless ``force`` is set. Two managers that set the same value both own it
 (co-ownership): one dropping it leaves it to the other.
-
-Granularity comes from the kind's schema (``ListTypes``): ``x-kubernetes-list-type`` atomic,
-set or map (with ``x-kubernetes-list-map-keys``) and ``x-kubernetes-map-type``. As kube, the
-apply of manager ``kubectl`` takes over the fields of a client-side apply whose values still
-match the last-applied annotation, and keeps that annotation in step (kube's lastAppliedManager
-and lastAppliedUpdater); kubectl itself upgrades the ``kubectl-client-side-apply`` entry with a
-JSON patch of ``metadata.managedFields`` (client-go csaupgrade), which ``incoming_entries``
-honours like any managedFields a client writes. Entries are plain ``ManagedFieldsEntry`` dicts
-as they appear in ``metadata.managedFields``. Update managers are not capped at ten as kube does.
 """
 
 from __future__ import annotations
@@ -43,6 +34,15 @@ from runtimes.apimachinery.fieldsets import (
 )
 from runtimes.apimachinery.meta import SERVER_SET_METADATA
 from runtimes.apimachinery.patches import json_equal
+
+# Granularity comes from the kind's schema (``ListTypes``): ``x-kubernetes-list-type`` atomic,
+# set or map (with ``x-kubernetes-list-map-keys``) and ``x-kubernetes-map-type``. As kube, the
+# apply of manager ``kubectl`` takes over the fields of a client-side apply whose values still
+# match the last-applied annotation, and keeps that annotation in step (kube's lastAppliedManager
+# and lastAppliedUpdater); kubectl itself upgrades the ``kubectl-client-side-apply`` entry with a
+# JSON patch of ``metadata.managedFields`` (client-go csaupgrade), which ``incoming_entries``
+# honours like any managedFields a client writes. Entries are plain ``ManagedFieldsEntry`` dicts
+# as they appear in ``metadata.managedFields``. Update managers are not capped at ten as kube does.
 
 BEFORE_FIRST_APPLY = "before-first-apply"
 # kubectl's default field manager for server-side apply, the only one kube upgrades from

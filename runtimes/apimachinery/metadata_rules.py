@@ -3,14 +3,6 @@
 Names are DNS-1123 subdomains, projects (namespaces) and sidecars DNS-1123 labels; label keys,
 annotation keys and finalizers are qualified names. The messages match
 ``k8s.io/apimachinery/pkg/util/validation`` so that kubectl users see familiar text.
-
-Sizes are bounded as kube bounds them, plus one bound of ours. Annotations may total 256 KiB
-(keys and values in UTF-8 bytes: apimachinery's ``TotalAnnotationSizeLimitB``). Labels are
-limited by kube only per key (a 63-character name, a 253-character prefix) and per value (63
-characters); we also cap their total at 64 KiB, counted the same way, so that a label map cannot
-make every write, list and watch match slow (about 1,000 labels of a typical size). A map over
-its limit gets one ``Too long`` cause and no per-entry causes, so the Status stays small whatever
-the map holds. Every check here is linear in the size of its input.
 """
 
 from __future__ import annotations
@@ -19,6 +11,14 @@ import re
 from typing import Any
 
 from runtimes.apimachinery.fielderrors import FieldError, invalid, required, too_long
+
+# Sizes are bounded as kube bounds them, plus one bound of ours. Annotations may total 256 KiB
+# (keys and values in UTF-8 bytes: apimachinery's ``TotalAnnotationSizeLimitB``). Labels are
+# limited by kube only per key (a 63-character name, a 253-character prefix) and per value (63
+# characters); we also cap their total at 64 KiB, counted the same way, so that a label map cannot
+# make every write, list and watch match slow (about 1,000 labels of a typical size). A map over
+# its limit gets one ``Too long`` cause and no per-entry causes, so the Status stays small whatever
+# the map holds. Every check here is linear in the size of its input.
 
 DNS1123_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 DNS1123_LABEL_MAX_LENGTH = 63

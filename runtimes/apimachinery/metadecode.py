@@ -8,15 +8,15 @@ and unmarshals that into ``ObjectMeta``. A value of the wrong JSON type there (`
 not a 422. `type_error` finds that error and words it as Go's ``encoding/json`` does: the first
 mismatch in the sorted JSON, named by the innermost struct and the field path
 (``json: cannot unmarshal number into Go struct field ObjectMeta.labels of type string``).
-
-A null inside a string map or list decodes, in Go, to the empty string: `type_error` leaves
-the value as kube would store it. The walk is iterative over what the schema below names and
-costs one pass over the metadata.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+# A null inside a string map or list decodes, in Go, to the empty string: `type_error` leaves
+# the value as kube would store it. The walk is iterative over what the schema below names and
+# costs one pass over the metadata.
 
 # Go types of ObjectMeta's fields and of the structs inside it, as Go names them in errors.
 _STRING, _INT64, _BOOL, _TIME, _ANY = "string", "int64", "bool", "time", "any"

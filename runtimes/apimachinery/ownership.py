@@ -1,26 +1,25 @@
-"""Owner references and the finalizers of garbage collection, as kube-apiserver handles them.
-
-An object's ``metadata.ownerReferences`` name the objects it depends on, by apiVersion, kind,
-name and uid; the garbage collector (``runtimes.controller.garbagecollector``) deletes a
-dependent whose owners are all gone. A DELETE says what becomes of the dependents
-(``propagationPolicy``, or the older ``orphanDependents``): Background deletes the owner at once
-and the collector its dependents afterwards; Foreground and Orphan keep the owner, marked as
-being deleted, under the finalizer ``foregroundDeletion`` or ``orphan`` until the collector has
-deleted the blocking dependents or cut them loose. ``deletion_finalizers`` is kube's
-``deletionFinalizersForGarbageCollection`` (apiserver ``registry/generic/registry/store.go``):
-an explicit option wins, then a finalizer the object already carries, then the kind's default,
-which for every kind of ours is Background (as for custom resources).
-
-The admission rules are kube's ``OwnerReferencesPermissionEnforcement`` plugin
-(``plugin/pkg/admission/gc``): which references a write changes, and which it newly makes
-blocking. Pure functions over decoded objects; no kind is named.
-"""
+"""Owner references and the finalizers of garbage collection, as kube-apiserver handles them."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from runtimes.apimachinery.meta import Obj
+
+# An object's ``metadata.ownerReferences`` name the objects it depends on, by apiVersion, kind,
+# name and uid; the garbage collector (``runtimes.controller.garbagecollector``) deletes a
+# dependent whose owners are all gone. A DELETE says what becomes of the dependents
+# (``propagationPolicy``, or the older ``orphanDependents``): Background deletes the owner at once
+# and the collector its dependents afterwards; Foreground and Orphan keep the owner, marked as
+# being deleted, under the finalizer ``foregroundDeletion`` or ``orphan`` until the collector has
+# deleted the blocking dependents or cut them loose. ``deletion_finalizers`` is kube's
+# ``deletionFinalizersForGarbageCollection`` (apiserver ``registry/generic/registry/store.go``):
+# an explicit option wins, then a finalizer the object already carries, then the kind's default,
+# which for every kind of ours is Background (as for custom resources).
+#
+# The admission rules are kube's ``OwnerReferencesPermissionEnforcement`` plugin
+# (``plugin/pkg/admission/gc``): which references a write changes, and which it newly makes
+# blocking. Pure functions over decoded objects; no kind is named.
 
 ORPHAN = "orphan"  # metav1.FinalizerOrphanDependents
 FOREGROUND = "foregroundDeletion"  # metav1.FinalizerDeleteDependents

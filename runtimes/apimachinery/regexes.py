@@ -6,25 +6,6 @@ A runtime's parameter schema carries regular expressions (``pattern``, the names
 the one thread that serves everyone. Every user-supplied pattern is therefore compiled and
 matched here, with google-re2, whose automata never backtrack: a match costs time linear in the
 input.
-
-The price is RE2's syntax. JSON Schema says patterns are ECMA-262; RE2 differs as follows, and
-the choice is deliberate:
-
-* Refused (RE2 cannot express them without backtracking): backreferences (``\\1``, ``\\k<n>``),
-  lookahead and lookbehind (``(?=``, ``(?!``, ``(?<=``, ``(?<!``), atomic groups (``(?>``) and
-  possessive quantifiers (``a++``). A schema using one is refused at admission (422 naming the
-  field, with a `fix` saying which construct to drop): `UnsupportedPattern` says which.
-* Repetition counts are at most 1000 (``a{1001}`` is refused), and nested counts multiply.
-* ECMA's ``\\uXXXX`` and ``\\u{X…}`` escapes are rewritten to RE2's ``\\x{X…}`` before compiling,
-  so the common case reads as it does in a browser.
-* ``\\s`` is ASCII whitespace in RE2 (ECMA adds the Unicode spaces); ``.`` excludes only ``\\n``
-  (ECMA also ``\\r``, U+2028 and U+2029); ``$`` matches only at the very end in both (unlike
-  Python's ``re``, which also matches before a final newline). RE2 accepts some syntax ECMA does
-  not (``(?i)``, ``\\pL``, ``\\A``, ``\\z``); such patterns mean what RE2 says.
-
-Compiled patterns are kept in an LRU (`COMPILED_MAX`), each within `PROGRAM_MAX_BYTES` of RE2
-memory (program and DFA cache), so the cache's worst case is bounded too (256 patterns of 1 MiB);
-a pattern whose program does not fit is refused like a syntax error.
 """
 
 from __future__ import annotations
@@ -33,6 +14,25 @@ import functools
 from dataclasses import dataclass
 
 import re2
+
+# The price is RE2's syntax. JSON Schema says patterns are ECMA-262; RE2 differs as follows, and
+# the choice is deliberate:
+#
+# * Refused (RE2 cannot express them without backtracking): backreferences (``\1``, ``\k<n>``),
+#   lookahead and lookbehind (``(?=``, ``(?!``, ``(?<=``, ``(?<!``), atomic groups (``(?>``) and
+#   possessive quantifiers (``a++``). A schema using one is refused at admission (422 naming the
+#   field, with a `fix` saying which construct to drop): `UnsupportedPattern` says which.
+# * Repetition counts are at most 1000 (``a{1001}`` is refused), and nested counts multiply.
+# * ECMA's ``\uXXXX`` and ``\u{X…}`` escapes are rewritten to RE2's ``\x{X…}`` before compiling,
+#   so the common case reads as it does in a browser.
+# * ``\s`` is ASCII whitespace in RE2 (ECMA adds the Unicode spaces); ``.`` excludes only ``\n``
+#   (ECMA also ``\r``, U+2028 and U+2029); ``$`` matches only at the very end in both (unlike
+#   Python's ``re``, which also matches before a final newline). RE2 accepts some syntax ECMA does
+#   not (``(?i)``, ``\pL``, ``\A``, ``\z``); such patterns mean what RE2 says.
+#
+# Compiled patterns are kept in an LRU (`COMPILED_MAX`), each within `PROGRAM_MAX_BYTES` of RE2
+# memory (program and DFA cache), so the cache's worst case is bounded too (256 patterns of 1 MiB);
+# a pattern whose program does not fit is refused like a syntax error.
 
 # RE2 memory per compiled pattern (its program plus the DFA cache it fills while matching).
 # Parameter patterns are short (a schema is at most 64 KiB); 1 MiB holds any of them with room

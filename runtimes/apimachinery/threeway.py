@@ -5,19 +5,6 @@ version the editor started from (the base), the editor's version (mine) and the 
 version (theirs), and applies on top of theirs only the fields mine changed against the base.
 Where both changed one field differently it reports a `Conflict` (base, mine and theirs of that
 field) instead of guessing; a caller's `picks` settle conflicts field by field.
-
-Granularity follows server-side apply's (`ListTypes`, from the kind's schema): maps merge key
-by key unless ``x-kubernetes-map-type: atomic``; lists of ``x-kubernetes-list-type: map`` merge
-item by item, keyed by their keys; sets item by item; every other list, and every list whose
-items cannot be keyed that way, is one value. `diff` walks the same way and names each changed
-field. Both visit every node a bounded number of times (linear in the objects' sizes, which the
-body bounds cap) and recurse once per level (the bounds cap depth at 100).
-
-Field paths read as the console shows them: ``spec.launcher``, ``metadata.labels.team``,
-``metadata.labels["app.kubernetes.io/name"]`` (a key that is not a plain name is JSON-quoted),
-``spec.outputs[name="model"].path`` (an item of a map-list by its keys) and
-``spec.modes["Train"]`` (an item of a set). A path names one field unambiguously, so it doubles
-as the name of the choice made for it.
 """
 
 from __future__ import annotations
@@ -28,6 +15,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runtimes.apimachinery.fieldsets import ListTypes
+
+# Granularity follows server-side apply's (`ListTypes`, from the kind's schema): maps merge key
+# by key unless ``x-kubernetes-map-type: atomic``; lists of ``x-kubernetes-list-type: map`` merge
+# item by item, keyed by their keys; sets item by item; every other list, and every list whose
+# items cannot be keyed that way, is one value. `diff` walks the same way and names each changed
+# field. Both visit every node a bounded number of times (linear in the objects' sizes, which the
+# body bounds cap) and recurse once per level (the bounds cap depth at 100).
+#
+# Field paths read as the console shows them: ``spec.launcher``, ``metadata.labels.team``,
+# ``metadata.labels["app.kubernetes.io/name"]`` (a key that is not a plain name is JSON-quoted),
+# ``spec.outputs[name="model"].path`` (an item of a map-list by its keys) and
+# ``spec.modes["Train"]`` (an item of a set). A path names one field unambiguously, so it doubles
+# as the name of the choice made for it.
 
 
 class _Absent:

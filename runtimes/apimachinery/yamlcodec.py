@@ -8,25 +8,6 @@ A document libyaml refuses is decoded again by the pure-Python loader: libyaml w
 differently (``did not find expected ',' or ']'``, no quoted line) and places some of them on
 another line, while clients and the editor have always been shown PyYAML's; errors are rare, so
 the second parse costs nothing in the common case.
-
-Request bodies (and the console's editor) use `load_body`, which is bounded before anything is
-built: the parser's events are read first, and the body is refused (`bounds.BoundExceeded`, a
-400 or 413 Status) at the first anchor or alias, past `bounds.MAX_DEPTH` levels or past
-`bounds.MAX_NODES` nodes. So a "billion laughs" costs the few events before its first anchor,
-never an expansion. Anchors are refused rather than expanded within a budget because no client
-needs them (kubectl and client libraries send JSON, or YAML without them) and an expansion
-budget would still let one body build a budget's worth of copies. The files we ship use none;
-they are read with `load`/`load_all`, unbounded, as trusted input.
-
-`load_body` reads scalars as kube-apiserver's decoder does (sigs.k8s.io/yaml over go-yaml v2,
-`goyaml`): ``y`` and ``n`` are booleans, ``1e3`` a number, ``12:30`` a string. It builds only
-what JSON can hold, as that YAML-to-JSON conversion does: timestamps stay the text they were
-written as, mapping keys become strings as Go writes them (``1: x`` is key "1", ``y: x`` key
-"true"; a null key is refused), a whole float is an integer (Go's JSON encoder writes 1e3 as
-1000), integers beyond 64 bits become floats (as orjson reads them in JSON), and NaN,
-infinities, ``!!binary``, ``!!set``, ``!!omap`` and ``!!pairs`` are refused as YAML errors (400).
-It returns go-yaml's words for each key a mapping repeats, for ``fieldValidation`` to judge as
-it does JSON's. The shipped files (`load`, `load_all`) keep PyYAML's YAML 1.1 reading.
 """
 
 from __future__ import annotations
@@ -37,6 +18,25 @@ from typing import Any
 import yaml
 
 from runtimes.apimachinery import bounds, goyaml
+
+# Request bodies (and the console's editor) use `load_body`, which is bounded before anything is
+# built: the parser's events are read first, and the body is refused (`bounds.BoundExceeded`, a
+# 400 or 413 Status) at the first anchor or alias, past `bounds.MAX_DEPTH` levels or past
+# `bounds.MAX_NODES` nodes. So a "billion laughs" costs the few events before its first anchor,
+# never an expansion. Anchors are refused rather than expanded within a budget because no client
+# needs them (kubectl and client libraries send JSON, or YAML without them) and an expansion
+# budget would still let one body build a budget's worth of copies. The files we ship use none;
+# they are read with `load`/`load_all`, unbounded, as trusted input.
+#
+# `load_body` reads scalars as kube-apiserver's decoder does (sigs.k8s.io/yaml over go-yaml v2,
+# `goyaml`): ``y`` and ``n`` are booleans, ``1e3`` a number, ``12:30`` a string. It builds only
+# what JSON can hold, as that YAML-to-JSON conversion does: timestamps stay the text they were
+# written as, mapping keys become strings as Go writes them (``1: x`` is key "1", ``y: x`` key
+# "true"; a null key is refused), a whole float is an integer (Go's JSON encoder writes 1e3 as
+# 1000), integers beyond 64 bits become floats (as orjson reads them in JSON), and NaN,
+# infinities, ``!!binary``, ``!!set``, ``!!omap`` and ``!!pairs`` are refused as YAML errors (400).
+# It returns go-yaml's words for each key a mapping repeats, for ``fieldValidation`` to judge as
+# it does JSON's. The shipped files (`load`, `load_all`) keep PyYAML's YAML 1.1 reading.
 
 YAMLError = yaml.YAMLError
 

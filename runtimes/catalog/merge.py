@@ -8,9 +8,6 @@ when the parameter schema at a path is a ``oneOf`` or ``anyOf`` (after following
 with ``const``, or ``name``), the job's object replaces the default's whole. Without it, choosing
 ``optimizer: {name: adamw-8bit}`` kept the default adamw's ``epsilon`` and the result matched no
 branch.
-
-Bounded: the merge walks the job's value, whose depth the body bounds already limit; following
-``$ref``s stops after `MAX_REF_HOPS` per node, so a schema's reference chain cannot loop.
 """
 
 from __future__ import annotations
@@ -20,6 +17,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from jsonpointer import unescape
+
+# Bounded: the merge walks the job's value, whose depth the body bounds already limit; following
+# ``$ref``s stops after `MAX_REF_HOPS` per node, so a schema's reference chain cannot loop.
 
 MAX_REF_HOPS = 32
 # The property that names a branch when the schema says nothing more precise.

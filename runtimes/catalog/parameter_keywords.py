@@ -6,10 +6,6 @@ jsonschema matches schema regexes with Python's backtracking ``re`` in four plac
 user input, so each of these is replaced here by the same keyword over
 `runtimes.apimachinery.regexes` (RE2, linear time); the ``regex`` format is checked by compiling
 under RE2 too. Everything else is jsonschema's own Draft 2020-12 validator.
-
-A pattern RE2 cannot run (admission refuses them, but a runtime stored before that rule may hold
-one) fails closed: ``pattern`` reports it as an error of the value, and a ``patternProperties``
-name matches nothing.
 """
 
 from __future__ import annotations
@@ -22,6 +18,10 @@ from jsonschema.exceptions import ValidationError
 
 from runtimes.apimachinery import regexes
 from runtimes.catalog import parameter_formats
+
+# A pattern RE2 cannot run (admission refuses them, but a runtime stored before that rule may hold
+# one) fails closed: ``pattern`` reports it as an error of the value, and a ``patternProperties``
+# name matches nothing.
 
 Validator = Any  # jsonschema's validator protocol, as its keyword functions receive it
 

@@ -5,10 +5,6 @@ continue a prefix (``parameters.lora.r``, ``spec.defaults.parameters.epochs``), 
 client understands: a missing property is ``FieldValueRequired``, a value outside an enum is
 ``FieldValueNotSupported``, an unknown property is ``FieldValueForbidden``, the rest
 ``FieldValueInvalid`` with the rule it broke.
-
-`compiled_validator` is the one place a parameter schema becomes a jsonschema validator: each
-distinct schema is compiled once and reused, for the API's writes and the console's forms alike.
-Its regular expressions run on RE2 (`parameter_keywords`), never on a backtracking engine.
 """
 
 from __future__ import annotations
@@ -25,6 +21,10 @@ from referencing.exceptions import Unresolvable
 from runtimes.apimachinery import fielderrors, regexes
 from runtimes.apimachinery.fielderrors import FieldError
 from runtimes.catalog.parameter_keywords import ParameterValidator, matches
+
+# `compiled_validator` is the one place a parameter schema becomes a jsonschema validator: each
+# distinct schema is compiled once and reused, for the API's writes and the console's forms alike.
+# Its regular expressions run on RE2 (`parameter_keywords`), never on a backtracking engine.
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 

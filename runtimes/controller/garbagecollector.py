@@ -2,37 +2,7 @@
 
 It follows kube-controller-manager's ``pkg/controller/garbagecollector``. The graph
 (``gcgraph``) is kept from the controller's informers, one per served kind, and says what to
-look at; every decision is taken on the live objects, read from the store just before it acts:
-
-- an object none of whose owners exists any more (not found, or found with another uid: the
-  owner it named was deleted and a namesake created) is deleted, with the propagation its own
-  GC finalizer asks for (Background if none); an owner of a kind we don't serve is neither
-  there nor absent, and the object is left alone (kube retries such an item; we look again at
-  the next resync);
-- an object with a live owner keeps living, but loses its references to owners that are gone
-  or that wait for their dependents in a foreground deletion (so they need not wait for it);
-- an object whose only owners are in a foreground deletion is deleted, in the foreground
-  itself when it has dependents of its own; a dependent that is also deleting its dependents
-  makes it unblock its own references first, which breaks a cycle of foreground deletions;
-- an owner in a foreground deletion (finalizer ``foregroundDeletion``) loses that finalizer once
-  no dependent with ``blockOwnerDeletion: true`` is left, and the store then deletes it;
-- an owner being deleted with finalizer ``orphan`` has its reference taken out of every
-  dependent, then loses the finalizer.
-- A cluster-scoped object naming a namespaced owner is an error that no retry mends: kube
-  records an OwnerRefInvalidNamespace event and leaves it; we log it and leave it.
-
-A deletion carries the uid and resourceVersion the decision was made on; if the object moved
-in between and its references did not, the deletion is tried again on the new revision, else
-the object is looked at afresh. Removing the last GC finalizer lets the store delete the owner.
-
-Bounded work: one queue of items (deduplicated, backed off on failure), ``workers`` threads
-each with its own database connection and CPU pacing, the same as the reconcile loop. Owner
-chains, however long, and cycles are walked one item at a time through the queue, never by
-recursion. Before it lets go of a foreground or orphaning owner the collector waits until every
-informer has reached the owner's revision, so that the dependents it judges by are those the
-owner had. The writes are the controller's service account's, checked as the pseudo-subresource
-``accounts.access.COLLECTOR_SUBRESOURCE`` (which no URL serves: the same token cannot change a
-spec through the API); revoking the token stops them.
+look at; every decision is taken on the live objects, read from the store just before it acts.
 """
 
 from __future__ import annotations
@@ -54,6 +24,36 @@ from runtimes.registry.kinds import for_reference
 from runtimes.registry.resources import ResourceType
 from runtimes.storage import store
 from runtimes.watch.informer import Handlers, Informer
+
+# - an object none of whose owners exists any more (not found, or found with another uid: the
+#   owner it named was deleted and a namesake created) is deleted, with the propagation its own
+#   GC finalizer asks for (Background if none); an owner of a kind we don't serve is neither
+#   there nor absent, and the object is left alone (kube retries such an item; we look again at
+#   the next resync);
+# - an object with a live owner keeps living, but loses its references to owners that are gone
+#   or that wait for their dependents in a foreground deletion (so they need not wait for it);
+# - an object whose only owners are in a foreground deletion is deleted, in the foreground
+#   itself when it has dependents of its own; a dependent that is also deleting its dependents
+#   makes it unblock its own references first, which breaks a cycle of foreground deletions;
+# - an owner in a foreground deletion (finalizer ``foregroundDeletion``) loses that finalizer once
+#   no dependent with ``blockOwnerDeletion: true`` is left, and the store then deletes it;
+# - an owner being deleted with finalizer ``orphan`` has its reference taken out of every
+#   dependent, then loses the finalizer.
+# - A cluster-scoped object naming a namespaced owner is an error that no retry mends: kube
+#   records an OwnerRefInvalidNamespace event and leaves it; we log it and leave it.
+#
+# A deletion carries the uid and resourceVersion the decision was made on; if the object moved
+# in between and its references did not, the deletion is tried again on the new revision, else
+# the object is looked at afresh. Removing the last GC finalizer lets the store delete the owner.
+#
+# Bounded work: one queue of items (deduplicated, backed off on failure), ``workers`` threads
+# each with its own database connection and CPU pacing, the same as the reconcile loop. Owner
+# chains, however long, and cycles are walked one item at a time through the queue, never by
+# recursion. Before it lets go of a foreground or orphaning owner the collector waits until every
+# informer has reached the owner's revision, so that the dependents it judges by are those the
+# owner had. The writes are the controller's service account's, checked as the pseudo-subresource
+# ``accounts.access.COLLECTOR_SUBRESOURCE`` (which no URL serves: the same token cannot change a
+# spec through the API); revoking the token stops them.
 
 log = logging.getLogger("nodus.gc")
 

@@ -6,15 +6,6 @@ from owner uid to dependent uids answers "whose owner is this?" without a scan. 
 says what to look at: each piece of work the collector does is decided on the live objects
 (``garbagecollector``), so a graph that lags behind the store costs a wasted look, never a
 wrong deletion of an object that has an owner.
-
-``observe`` and ``forget`` return the work an event calls for, as kube's ``processGraphChanges``
-does: an object naming an owner the graph has not seen (maybe gone, maybe not listed yet); an
-owner that starts a foreground or orphaning deletion (and, for foreground, its dependents); the
-dependents of an owner that went away; the owners in foreground deletion whose blocking
-dependents changed. The graph is fed by one informer thread per kind and read by the
-collector's workers, so every method takes the lock; each is linear in the references of one
-object, and none follows a chain of owners (a chain or a cycle is walked one queue item per
-step by the collector, never by recursion here).
 """
 
 from __future__ import annotations
@@ -25,6 +16,15 @@ from dataclasses import dataclass
 
 from runtimes.apimachinery import ownership
 from runtimes.apimachinery.meta import Obj
+
+# ``observe`` and ``forget`` return the work an event calls for, as kube's ``processGraphChanges``
+# does: an object naming an owner the graph has not seen (maybe gone, maybe not listed yet); an
+# owner that starts a foreground or orphaning deletion (and, for foreground, its dependents); the
+# dependents of an owner that went away; the owners in foreground deletion whose blocking
+# dependents changed. The graph is fed by one informer thread per kind and read by the
+# collector's workers, so every method takes the lock; each is linear in the references of one
+# object, and none follows a chain of owners (a chain or a cycle is walked one queue item per
+# step by the collector, never by recursion here).
 
 # (resource key, namespace, name, uid): what the collector's queue holds, as kube's identity.
 Item = tuple[str, str, str, str]

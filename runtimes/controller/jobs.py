@@ -2,20 +2,6 @@
 
 Level-triggered: the status a job should have is worked out from the job and its runtime as they
 are now (`desired_status`), and written through the status subresource when it differs.
-
-- A job whose spec (generation) or recompile request (the ``nodus.dev/recompile`` annotation)
-  has not been compiled yet waits, ``Pending`` with ``RuntimeReady=False``, until its runtime is
-  Ready at its current generation, then compiles: ``Compiled`` with ``status.compiled``, the
-  pinned ``runtimeGeneration``, ``imageDigest`` and a per-field fingerprint of the runtime spec;
-  or ``Invalid`` with a ``Compiled=False`` condition naming every cause.
-- Once compiled, a job is never recompiled because its runtime moved on. It gets a
-  ``RuntimeChanged=True`` condition that names the runtime fields (or the image digest) that
-  changed, and keeps its compile until its spec changes or its owner asks for a recompile.
-- A job whose runtime is deleted gets ``RuntimeReady=False`` with reason ``RuntimeMissing``.
-
-Runtimes are read through a lookup the caller gives (the runtime controller's informer cache in
-the loop, the store in a one-shot pass), so this module never lists runtimes itself. Status is
-written as the controller's service account, checked as the API checks a PATCH of ``/status``.
 """
 
 from __future__ import annotations
@@ -40,6 +26,20 @@ from runtimes.registry.trainingjob.admission import compile_spec, runtime_key
 from runtimes.registry.trainingjob.schema import RECOMPILE_ANNOTATION
 from runtimes.registry.trainingjob.strategy import recompile_request
 from runtimes.storage import store
+
+# - A job whose spec (generation) or recompile request (the ``nodus.dev/recompile`` annotation)
+#   has not been compiled yet waits, ``Pending`` with ``RuntimeReady=False``, until its runtime is
+#   Ready at its current generation, then compiles: ``Compiled`` with ``status.compiled``, the
+#   pinned ``runtimeGeneration``, ``imageDigest`` and a per-field fingerprint of the runtime spec;
+#   or ``Invalid`` with a ``Compiled=False`` condition naming every cause.
+# - Once compiled, a job is never recompiled because its runtime moved on. It gets a
+#   ``RuntimeChanged=True`` condition that names the runtime fields (or the image digest) that
+#   changed, and keeps its compile until its spec changes or its owner asks for a recompile.
+# - A job whose runtime is deleted gets ``RuntimeReady=False`` with reason ``RuntimeMissing``.
+#
+# Runtimes are read through a lookup the caller gives (the runtime controller's informer cache in
+# the loop, the store in a one-shot pass), so this module never lists runtimes itself. Status is
+# written as the controller's service account, checked as the API checks a PATCH of ``/status``.
 
 log = logging.getLogger("nodus.controller")
 

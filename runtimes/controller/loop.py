@@ -7,36 +7,6 @@ fresh inspection. The controller never reads the event-log tables itself (an imp
 contract holds that line). Worker threads take keys from the queue: per-key dedupe,
 exponential backoff for transient trouble. Starting up lists every runtime, so whatever a
 previous controller left half done is finished.
-
-Bounded work, so a backlog never crowds out the API it shares a process with:
-
-- ``workers`` (``NODUS_CONTROLLER_WORKERS``, default 2) reconciles at once, each on its own
-  thread with its own database connection, never a request thread's;
-- transient trouble (a registry that is down) is retried per runtime after 1, 2, 4 ... seconds
-  up to 5 minutes (``NODUS_CONTROLLER_BACKOFF_SECONDS``, ``..._BACKOFF_MAX_SECONDS``), each
-  delay shortened by a random quarter at most (``..._BACKOFF_JITTER``), so runtimes that failed
-  together do not come back together;
-- the echo of our own status write (a change that leaves uid, generation and image alone)
-  does not bring back a runtime that is already held or waiting out its backoff;
-- the workers together use at most ``cpu_share`` of one core (``NODUS_CONTROLLER_CPU_SHARE``,
-  default 0.2; ``runtimes.controller.pacing``), resting after each reconcile in proportion to
-  the CPU it used. Every worker thread below runs the same loop (``runtimes.controller.workers``)
-  and is paced alike.
-
-The same informers (one per served kind) feed the garbage collector
-(``runtimes.controller.garbagecollector``): its own queue and ``workers`` threads, paced alike,
-delete dependents whose owners are gone and finish foreground and orphaning deletions. It runs
-only where the reconcile loop runs: on the leader.
-
-The same controller runs the job controller (``runtimes.controller.jobs``): the TrainingJobs'
-informer (one of the above) also feeds a queue of their own, worked by one more paced thread
-(a worker's share), and every change the runtime informer sees (a runtime turning Ready, moving
-to a new generation, going away) queues the jobs that name that runtime. Jobs read their runtime
-from the runtime informer's cache, the one the runtime controller keeps, falling back to the
-store for one it has not seen yet.
-
-``start_in_process()`` runs it as a daemon thread beside the web server (the embedded default);
-``manage.py runcontroller`` runs it alone, one leader at a time (``leader``).
 """
 
 from __future__ import annotations
@@ -62,6 +32,36 @@ from runtimes.registry.kinds import stored_kinds
 from runtimes.registry.trainingjob.admission import runtime_key
 from runtimes.storage import store
 from runtimes.watch.informer import Handlers, Informer, Key, key_of
+
+# Bounded work, so a backlog never crowds out the API it shares a process with:
+#
+# - ``workers`` (``NODUS_CONTROLLER_WORKERS``, default 2) reconciles at once, each on its own
+#   thread with its own database connection, never a request thread's;
+# - transient trouble (a registry that is down) is retried per runtime after 1, 2, 4 ... seconds
+#   up to 5 minutes (``NODUS_CONTROLLER_BACKOFF_SECONDS``, ``..._BACKOFF_MAX_SECONDS``), each
+#   delay shortened by a random quarter at most (``..._BACKOFF_JITTER``), so runtimes that failed
+#   together do not come back together;
+# - the echo of our own status write (a change that leaves uid, generation and image alone)
+#   does not bring back a runtime that is already held or waiting out its backoff;
+# - the workers together use at most ``cpu_share`` of one core (``NODUS_CONTROLLER_CPU_SHARE``,
+#   default 0.2; ``runtimes.controller.pacing``), resting after each reconcile in proportion to
+#   the CPU it used. Every worker thread below runs the same loop (``runtimes.controller.workers``)
+#   and is paced alike.
+#
+# The same informers (one per served kind) feed the garbage collector
+# (``runtimes.controller.garbagecollector``): its own queue and ``workers`` threads, paced alike,
+# delete dependents whose owners are gone and finish foreground and orphaning deletions. It runs
+# only where the reconcile loop runs: on the leader.
+#
+# The same controller runs the job controller (``runtimes.controller.jobs``): the TrainingJobs'
+# informer (one of the above) also feeds a queue of their own, worked by one more paced thread
+# (a worker's share), and every change the runtime informer sees (a runtime turning Ready, moving
+# to a new generation, going away) queues the jobs that name that runtime. Jobs read their runtime
+# from the runtime informer's cache, the one the runtime controller keeps, falling back to the
+# store for one it has not seen yet.
+#
+# ``start_in_process()`` runs it as a daemon thread beside the web server (the embedded default);
+# ``manage.py runcontroller`` runs it alone, one leader at a time (``leader``).
 
 log = logging.getLogger("nodus.controller")
 

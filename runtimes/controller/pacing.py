@@ -1,21 +1,20 @@
-"""Keeps the controller's workers to a share of one core, so the API beside them stays quick.
-
-The embedded controller runs in threads of the web server's process. Python threads take turns
-on one interpreter lock: a worker busy for seconds on end (2,000 runtimes whose registry is
-down, each read, inspected and written) takes the lock from the request threads for as long,
-and every request waits its turn several times (once per database call). A worker therefore
-measures the CPU time each reconcile used on its own thread (``time.thread_time``: waiting for
-a registry, the database or the lock costs nothing) and rests for as long again times
-``1/share - 1`` before the next: at ``share`` 0.125 it works at most one eighth of the time.
-Waiting on a slow registry is not work, so paced workers are as quick as unpaced ones when the
-trouble is a timeout rather than CPU.
-"""
+"""Keeps the controller's workers to a share of one core, so the API beside them stays quick."""
 
 from __future__ import annotations
 
 import threading
 import time
 from collections.abc import Callable
+
+# The embedded controller runs in threads of the web server's process. Python threads take turns
+# on one interpreter lock: a worker busy for seconds on end (2,000 runtimes whose registry is
+# down, each read, inspected and written) takes the lock from the request threads for as long,
+# and every request waits its turn several times (once per database call). A worker therefore
+# measures the CPU time each reconcile used on its own thread (``time.thread_time``: waiting for
+# a registry, the database or the lock costs nothing) and rests for as long again times
+# ``1/share - 1`` before the next: at ``share`` 0.125 it works at most one eighth of the time.
+# Waiting on a slow registry is not work, so paced workers are as quick as unpaced ones when the
+# trouble is a timeout rather than CPU.
 
 # One reconcile that used a lot of CPU (a huge manifest) must not idle a worker for minutes.
 MAX_REST_SECONDS = 5.0

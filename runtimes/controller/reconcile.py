@@ -1,23 +1,4 @@
-"""One reconcile of one TrainingRuntime: inspect its image, write what that says into status.
-
-The verdict of an inspection becomes the ``Verified`` condition (metav1.Condition) and the
-phase: True → Ready (reason ``SignatureVerified`` for managed runtimes, whose signature is
-required; ``DigestResolved`` for the others), False → Failed with the typed error's name as
-reason, Unknown → Pending while the registry is away (``Transient``: retried with backoff, never
-Failed). Writes go through the status subresource only, and only when something changed;
-``lastTransitionTime`` moves only when the condition's status does. Each write is made as the
-controller's service account (``accounts.serviceaccounts``) and checked as the API checks a
-client's PATCH of ``/status`` (``registry.authorization.check``): a revoked token or a
-deactivated account stops the controller's writes as it would any client's.
-
-Each new verdict, and each retry while the registry is away, is also recorded as a core/v1
-Event about the runtime (``runtimes.controller.recorder``): Normal for a verified image,
-Warning for a failed or unreachable one, with the verdict's reason and message, so
-``kubectl describe tr`` shows why the phase is what it is.
-
-The key fingerprint of a verified signature lives in the Verified condition's message
-(``... signed by trusted key sha256:<hex>``): the contract's status has no field of its own for it.
-"""
+"""One reconcile of one TrainingRuntime: inspect its image, write what that says into status."""
 
 from __future__ import annotations
 
@@ -41,6 +22,24 @@ from runtimes.registry import authorization, fieldmanager
 from runtimes.registry.kinds import lookup
 from runtimes.registry.resources import ResourceType
 from runtimes.storage import store
+
+# The verdict of an inspection becomes the ``Verified`` condition (metav1.Condition) and the
+# phase: True → Ready (reason ``SignatureVerified`` for managed runtimes, whose signature is
+# required; ``DigestResolved`` for the others), False → Failed with the typed error's name as
+# reason, Unknown → Pending while the registry is away (``Transient``: retried with backoff, never
+# Failed). Writes go through the status subresource only, and only when something changed;
+# ``lastTransitionTime`` moves only when the condition's status does. Each write is made as the
+# controller's service account (``accounts.serviceaccounts``) and checked as the API checks a
+# client's PATCH of ``/status`` (``registry.authorization.check``): a revoked token or a
+# deactivated account stops the controller's writes as it would any client's.
+#
+# Each new verdict, and each retry while the registry is away, is also recorded as a core/v1
+# Event about the runtime (``runtimes.controller.recorder``): Normal for a verified image,
+# Warning for a failed or unreachable one, with the verdict's reason and message, so
+# ``kubectl describe tr`` shows why the phase is what it is.
+#
+# The key fingerprint of a verified signature lives in the Verified condition's message
+# (``... signed by trusted key sha256:<hex>``): the contract's status has no field for it.
 
 log = logging.getLogger("nodus.controller")
 

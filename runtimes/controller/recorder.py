@@ -6,11 +6,6 @@ reason and message), and that key names the Event (``<object>.<16 hex>``), so a 
 its predecessor and counts up (``count``, ``lastTimestamp``, and ``series`` from the second
 occurrence on) instead of writing another object. Writes go through the store as the
 controller's own; the API serves Events read-only (`runtimes.registry.kinds.EVENTS`).
-
-Retention is bounded twice, as kube bounds it with etcd's one-hour event TTL: an Event not
-renewed for ``NODUS_EVENTS_TTL_SECONDS`` (3600) is deleted by `expire` (the loop calls it every
-minute, and every record sweeps its own namespace), and a namespace never holds more than
-``NODUS_EVENTS_PER_NAMESPACE`` (1000): recording one more deletes the least recently seen.
 """
 
 from __future__ import annotations
@@ -31,6 +26,11 @@ from runtimes.apimachinery.meta import Obj
 from runtimes.registry.event.schema import MAX_MESSAGE, MAX_REASON
 from runtimes.registry.kinds import EVENTS
 from runtimes.storage import store
+
+# Retention is bounded twice, as kube bounds it with etcd's one-hour event TTL: an Event not
+# renewed for ``NODUS_EVENTS_TTL_SECONDS`` (3600) is deleted by `expire` (the loop calls it every
+# minute, and every record sweeps its own namespace), and a namespace never holds more than
+# ``NODUS_EVENTS_PER_NAMESPACE`` (1000): recording one more deletes the least recently seen.
 
 log = logging.getLogger("nodus.controller")
 

@@ -3,21 +3,6 @@
 Every URL the server answers declares what it asks of its caller, once, next to its code: a
 class attribute `access` on API views and websocket consumers, `declare` or the console's
 `requires` on function views. The declaration is one of
-
-- `public(reason)`: anyone, signed in or not (health, /version, the docs pages);
-- `signed_in(reason)`: any signed-in caller (discovery and OpenAPI name kinds, not objects);
-- `own_rule(reason)`: the view applies a rule that is not about users' roles (/metrics);
-- `role(verbs, resource, subresource)`: a verb the caller's role must allow on the resource in
-  the project (namespace) the request names. `verbs` maps each request method to its verb, as
-  kube-apiserver's RBAC names them (GET item = get, PUT = update, PATCH = patch; a collection's
-  GET = list, or watch for `?watch=1` and WebSocket, the `WATCH` method). A `subresource` of
-  `status` makes its writes need the status permission (`accounts.access.may_write_status`):
-  the controller's service account and platform admins hold it, project roles do not.
-
-`check` decides for the HTTP views, the console pages and both websockets alike: 401
-Unauthorized, then 405 MethodNotAllowed for writes to read-only kinds, then 403 Forbidden,
-with the messages kube-apiserver gives. `tests/project/test_authorization_declarations.py`
-walks every HTTP and websocket route and fails on one that declares nothing.
 """
 
 from __future__ import annotations
@@ -29,6 +14,21 @@ from typing import Any, Literal, Protocol, TypeVar
 from runtimes.accounts.access import READ_VERBS, User, allowed
 from runtimes.apimachinery import errors
 from runtimes.apimachinery.meta import GROUP
+
+# - `public(reason)`: anyone, signed in or not (health, /version, the docs pages);
+# - `signed_in(reason)`: any signed-in caller (discovery and OpenAPI name kinds, not objects);
+# - `own_rule(reason)`: the view applies a rule that is not about users' roles (/metrics);
+# - `role(verbs, resource, subresource)`: a verb the caller's role must allow on the resource in
+#   the project (namespace) the request names. `verbs` maps each request method to its verb, as
+#   kube-apiserver's RBAC names them (GET item = get, PUT = update, PATCH = patch; a collection's
+#   GET = list, or watch for `?watch=1` and WebSocket, the `WATCH` method). A `subresource` of
+#   `status` makes its writes need the status permission (`accounts.access.may_write_status`):
+#   the controller's service account and platform admins hold it, project roles do not.
+#
+# `check` decides for the HTTP views, the console pages and both websockets alike: 401
+# Unauthorized, then 405 MethodNotAllowed for writes to read-only kinds, then 403 Forbidden,
+# with the messages kube-apiserver gives. `tests/project/test_authorization_declarations.py`
+# walks every HTTP and websocket route and fails on one that declares nothing.
 
 Level = Literal["public", "signed-in", "own-rule", "role"]
 

@@ -2,13 +2,7 @@
 ``metadata.managedFields`` on every non-apply write, from the API, the seed, the controller and
 the console alike (kube-apiserver's fieldmanager runs on every write, whoever makes it).
 
-The server's own managers:
-
-- ``nodus-seed``: the catalog seed (``manage.py seed``, startup seeding), operation Update.
-- ``nodus-controller``: the controller's status writes, operation Update, ``subresource: status``.
-- ``nodus-console:<username>``: a runtime published from the web console by that user, operation
-  Update. kube allows any printable manager of at most 128 bytes; the colon cannot appear in a
-  Django username, so the user is unambiguous, and the name is cut to stay within 128 bytes.
+The server's own managers.
 """
 
 from __future__ import annotations
@@ -19,6 +13,12 @@ from runtimes.apimachinery import errors, managedfields
 from runtimes.apimachinery.meta import Obj
 from runtimes.apimachinery.objectmeta import now_timestamp
 from runtimes.registry.resources import ResourceType
+
+# - ``nodus-seed``: the catalog seed (``manage.py seed``, startup seeding), operation Update.
+# - ``nodus-controller``: the controller's status writes, operation Update, ``subresource: status``.
+# - ``nodus-console:<username>``: a runtime published from the web console by that user, operation
+#   Update. kube allows any printable manager of at most 128 bytes; the colon cannot appear in a
+#   Django username, so the user is unambiguous, and the name is cut to stay within 128 bytes.
 
 SEED = "nodus-seed"
 CONTROLLER = "nodus-controller"

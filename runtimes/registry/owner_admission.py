@@ -8,9 +8,6 @@ update verb of the owner's project (an editor there), and for a cluster-scoped o
 Accelerator) a platform admin. A reference to a kind we don't serve cannot be checked and is
 refused when it blocks. kube-apiserver enables the plugin only when asked; we always do, since
 without it anyone able to create a dependent could keep any owner from being deleted.
-
-Runs as the store's `on_prepared` hook, after defaulting and validation, inside the write's
-retry loop, so it judges the object the write would store against the one it replaces.
 """
 
 from __future__ import annotations
@@ -22,6 +19,9 @@ from runtimes.apimachinery import errors, ownership
 from runtimes.apimachinery.meta import Obj
 from runtimes.registry.kinds import for_reference
 from runtimes.registry.resources import ResourceType
+
+# Runs as the store's `on_prepared` hook, after defaulting and validation, inside the write's
+# retry loop, so it judges the object the write would store against the one it replaces.
 
 Hook = Callable[[Obj | None, Obj], Obj]
 

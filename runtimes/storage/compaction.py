@@ -4,14 +4,6 @@
 that needs the history after revision R (a watch resuming from R, a continue token or an
 Exact list at R) works only while R >= floor - 1; older requests answer 410 Expired, as
 kube-apiserver does after etcd compaction, and clients re-list.
-
-Compaction has one owner: `after_commit`, a `runtimes.storage.events` listener (subscribed when
-the app loads). The log grows only by commits, and every commit passes through it, so checking
-there bounds the log in every process that writes: a worker without a hub, a lone controller, a
-script. The hub's dispatcher, the other candidate, runs only where something watches, and
-deleting on that thread would hold up every watcher's delivery. Readers of the log read their
-rows first and the floor after (`eventlog.read_log`, `snapshots`, the hub's pull): the floor is
-raised before any row goes, so a reader racing a compaction sees the raised floor.
 """
 
 from __future__ import annotations
@@ -24,6 +16,14 @@ from django.db import transaction
 
 from runtimes.apimachinery import errors
 from runtimes.storage.models import Event, RevisionCounter
+
+# Compaction has one owner: `after_commit`, a `runtimes.storage.events` listener (subscribed when
+# the app loads). The log grows only by commits, and every commit passes through it, so checking
+# there bounds the log in every process that writes: a worker without a hub, a lone controller, a
+# script. The hub's dispatcher, the other candidate, runs only where something watches, and
+# deleting on that thread would hold up every watcher's delivery. Readers of the log read their
+# rows first and the floor after (`eventlog.read_log`, `snapshots`, the hub's pull): the floor is
+# raised before any row goes, so a reader racing a compaction sees the raised floor.
 
 log = logging.getLogger("nodus.compaction")
 

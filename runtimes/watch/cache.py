@@ -3,24 +3,7 @@
 kube-apiserver answers lists from its watch cache (the "cacher"), not from etcd; this is ours.
 The hub (`runtimes.watch.hub`) reads the event log into its ring; under the same lock it applies
 each event here, so the cache is always at the hub's revision and the ring holds every event
-after `ring_from`. Together they answer:
-
-* the latest state (a list with `resourceVersion=""`, once the cache has seen the store's
-  current revision: KEP-2340's consistent reads from cache; `"0"` and `NotOlderThan` at once);
-* the state at any revision the ring still reaches back to (continue tokens and
-  `resourceVersionMatch=Exact`, KEP-4988): the current entries with every key changed since
-  put back as its first later event found it.
-
-An entry keeps the stored JSON text (lists write it out as it is, never re-serialised), the
-labels and the selectable field values, and nothing parsed beyond that: 10,000 objects of 4 KB
-cost about their text. Keys are (namespace, name), kept sorted per namespace, so pages come in
-the same order as from SQL. A label index answers equality selectors (`bench=probe`) without a
-scan. The cache is generic: the only thing it asks of a kind is the names of its selectable
-fields, from the registry.
-
-Warm-up reads every row from SQL once, when the hub starts; then the hub's pulls keep it
-current. A row newer than an event is never overwritten by that event (the revision guard), so
-the rows read while writers carry on converge on the store after the first pull.
+after `ring_from`. Together they answer.
 """
 
 from __future__ import annotations
@@ -36,6 +19,23 @@ from runtimes.apimachinery.selectors.fields import field_values
 from runtimes.apimachinery.selectors.shards import fnv1a_64
 from runtimes.registry.kinds import all_kinds
 from runtimes.storage.eventlog import HubEvent
+
+# * the latest state (a list with `resourceVersion=""`, once the cache has seen the store's
+#   current revision: KEP-2340's consistent reads from cache; `"0"` and `NotOlderThan` at once);
+# * the state at any revision the ring still reaches back to (continue tokens and
+#   `resourceVersionMatch=Exact`, KEP-4988): the current entries with every key changed since
+#   put back as its first later event found it.
+#
+# An entry keeps the stored JSON text (lists write it out as it is, never re-serialised), the
+# labels and the selectable field values, and nothing parsed beyond that: 10,000 objects of 4 KB
+# cost about their text. Keys are (namespace, name), kept sorted per namespace, so pages come in
+# the same order as from SQL. A label index answers equality selectors (`bench=probe`) without a
+# scan. The cache is generic: the only thing it asks of a kind is the names of its selectable
+# fields, from the registry.
+#
+# Warm-up reads every row from SQL once, when the hub starts; then the hub's pulls keep it
+# current. A row newer than an event is never overwritten by that event (the revision guard), so
+# the rows read while writers carry on converge on the store after the first pull.
 
 Key = tuple[str, str]
 BASE_FIELDS = ("metadata.name", "metadata.namespace")

@@ -4,24 +4,6 @@ A dispatcher thread tails the event log (`revision > last ORDER BY revision`) wh
 commits here (`runtimes.storage.events`), another process nudges (`runtimes.watch.nudge`), or a poll
 comes due, and keeps the recent events in a bounded in-memory ring. Revisions commit in order (the
 counter row lock), so that read never skips a revision that commits late.
-
-Watchers pull rather than being pushed to: each subscription has a cursor (the last revision it
-has seen) and reads `revision > cursor` from the ring, or from the log when it starts behind the
-ring. A cursor makes delivery gapless, duplicate-free and ordered by construction. A watcher
-that has caught up and then falls behind the ring cannot keep up: it is ended with `TooSlow`
-(the API sends an ERROR and the client resumes or re-lists), as kube-apiserver drops watchers
-whose buffers fill. A start point below the compaction floor raises `TooOld` (410 Expired).
-
-    async with hub.subscribe(after, "trainingruntimes.nodus.dev", "demo") as events:
-        async for event in events: ...
-
-Threads use `hub.follow(...)`, which blocks instead of awaiting; `close()` wakes the thread
-blocked in it. In-process users rarely follow by hand: `runtimes.watch.informer` lists, follows
-from the list's revision and re-lists on 410 (the controller reads events only that way).
-
-The hub reads the event log; it does not compact it. Compaction has one owner, the store's
-after-commit hook (`runtimes.storage.compaction`), which runs wherever writes happen, hub or no
-hub.
 """
 
 from __future__ import annotations
@@ -52,6 +34,24 @@ from runtimes.storage.eventlog import (
 from runtimes.storage.models import Event, StoredObject
 from runtimes.watch import nudge
 from runtimes.watch.cache import CachedSnapshot, Entry, WatchCache
+
+# Watchers pull rather than being pushed to: each subscription has a cursor (the last revision it
+# has seen) and reads `revision > cursor` from the ring, or from the log when it starts behind the
+# ring. A cursor makes delivery gapless, duplicate-free and ordered by construction. A watcher
+# that has caught up and then falls behind the ring cannot keep up: it is ended with `TooSlow`
+# (the API sends an ERROR and the client resumes or re-lists), as kube-apiserver drops watchers
+# whose buffers fill. A start point below the compaction floor raises `TooOld` (410 Expired).
+#
+#     async with hub.subscribe(after, "trainingruntimes.nodus.dev", "demo") as events:
+#         async for event in events: ...
+#
+# Threads use `hub.follow(...)`, which blocks instead of awaiting; `close()` wakes the thread
+# blocked in it. In-process users rarely follow by hand: `runtimes.watch.informer` lists, follows
+# from the list's revision and re-lists on 410 (the controller reads events only that way).
+#
+# The hub reads the event log; it does not compact it. Compaction has one owner, the store's
+# after-commit hook (`runtimes.storage.compaction`), which runs wherever writes happen, hub or no
+# hub.
 
 log = logging.getLogger("nodus.hub")
 

@@ -3,28 +3,6 @@ on 410.
 
     informer = Informer(kind, Handlers(on_add=..., on_update=..., on_delete=...))
     informer.run(stop)  # on a thread of its own; `close()` ends it at once
-
-`list` reads every object of the kind and the revision they are current at, from the watch
-cache (`watch.cache`) or in one SQL statement (`store.list_objects`); `watch` follows the
-process's hub from that revision, so nothing is missed and nothing repeated. The informer keeps
-the last state of each object (its cache) and turns events into handler calls: on_add for an
-object it did not know, on_update(old, new) for one it did, on_delete(last state) when one goes.
-
-When the hub says the revision followed from has been compacted away (`TooOld`, 410 Expired),
-the informer lists again and brings its handlers in line with the new list, as client-go's
-Replace does: on_add for objects it did not know, on_update for every object it knew (changed
-or not), and on_delete, with the last state it knew, for objects no longer there: their DELETED
-events may be among those compacted. A watch cut off for falling behind the hub's ring
-(`TooSlow`) resumes from its revision, which re-lists only if that too has been compacted.
-
-Every `resync_seconds` the handlers get on_update(obj, obj) for every cached object, from memory:
-level-triggered users look at everything again now and then. An on_update whose old and new
-carry the same resourceVersion is therefore a resync (or a re-list of an unchanged object).
-
-The informer never reads the event-log tables (the hub does, checking the compaction floor after
-the rows), and never compacts. Handlers run on the informer's thread: they should be quick (add
-a key to a work queue) and must not change the objects they are handed, which the hub shares
-with every other watcher.
 """
 
 from __future__ import annotations
@@ -51,6 +29,28 @@ from runtimes.watch.hub import (
     follow,
     get_hub,
 )
+
+# `list` reads every object of the kind and the revision they are current at, from the watch
+# cache (`watch.cache`) or in one SQL statement (`store.list_objects`); `watch` follows the
+# process's hub from that revision, so nothing is missed and nothing repeated. The informer keeps
+# the last state of each object (its cache) and turns events into handler calls: on_add for an
+# object it did not know, on_update(old, new) for one it did, on_delete(last state) when one goes.
+#
+# When the hub says the revision followed from has been compacted away (`TooOld`, 410 Expired),
+# the informer lists again and brings its handlers in line with the new list, as client-go's
+# Replace does: on_add for objects it did not know, on_update for every object it knew (changed
+# or not), and on_delete, with the last state it knew, for objects no longer there: their DELETED
+# events may be among those compacted. A watch cut off for falling behind the hub's ring
+# (`TooSlow`) resumes from its revision, which re-lists only if that too has been compacted.
+#
+# Every `resync_seconds` the handlers get on_update(obj, obj) for every cached object, from memory:
+# level-triggered users look at everything again now and then. An on_update whose old and new
+# carry the same resourceVersion is therefore a resync (or a re-list of an unchanged object).
+#
+# The informer never reads the event-log tables (the hub does, checking the compaction floor after
+# the rows), and never compacts. Handlers run on the informer's thread: they should be quick (add
+# a key to a work queue) and must not change the objects they are handed, which the hub shares
+# with every other watcher.
 
 log = logging.getLogger("nodus.informer")
 

@@ -1,16 +1,4 @@
-"""The CEL subset shard selectors are written in: tokens, and the operands of the `||` chain.
-
-kube-apiserver parses a ``shardSelector`` with cel-go and walks the tree without evaluating it
-(``apiserver/pkg/sharding/parser.go``). We need no CEL runtime for that: `operands` tokenizes
-the expression as CEL's lexer does (identifiers, operators, string, bytes and number literals
-with their escapes) and reads the top-level ``||`` chain flat, parentheses around it counted,
-not descended into. What else CEL allows (other operators, nested calls, lists, maps) is kept
-only as far as the walk needs to name it: a call and its function (``_&&_`` for ``&&``, as
-cel-go names operators), a field path, a literal and its type. Only a call's arguments are
-read by recursion, and brackets may nest at most `MAX_NESTING` deep, checked before any of it,
-so every input costs work linear in its length. Syntax errors read ``CEL parse error: Syntax
-error: ...`` as kube's do, quoting the input as ANTLR does, in our own words.
-"""
+"""The CEL subset shard selectors are written in: tokens, and the operands of the `||` chain."""
 
 from __future__ import annotations
 
@@ -18,6 +6,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runtimes.apimachinery.selectors.labels import SelectorError
+
+# kube-apiserver parses a ``shardSelector`` with cel-go and walks the tree without evaluating it
+# (``apiserver/pkg/sharding/parser.go``). We need no CEL runtime for that: `operands` tokenizes
+# the expression as CEL's lexer does (identifiers, operators, string, bytes and number literals
+# with their escapes) and reads the top-level ``||`` chain flat, parentheses around it counted,
+# not descended into. What else CEL allows (other operators, nested calls, lists, maps) is kept
+# only as far as the walk needs to name it: a call and its function (``_&&_`` for ``&&``, as
+# cel-go names operators), a field path, a literal and its type. Only a call's arguments are
+# read by recursion, and brackets may nest at most `MAX_NESTING` deep, checked before any of it,
+# so every input costs work linear in its length. Syntax errors read ``CEL parse error: Syntax
+# error: ...`` as kube's do, quoting the input as ANTLR does, in our own words.
 
 # -- tokens ------------------------------------------------------------------------------------
 

@@ -5,17 +5,6 @@ The ``shardSelector`` list option is a small CEL expression::
     shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')
     shardRange(object.metadata.uid, '0x0000000000000000', '0x4000000000000000') ||
         shardRange(object.metadata.uid, '0x8000000000000000', '0xc000000000000000')
-
-An object belongs to the shard when the 64-bit FNV-1a hash of the named field (the UTF-8 bytes
-of ``metadata.uid`` or ``metadata.namespace``) falls in ``[start, end)`` of any of the ranges.
-Bounds are ``'0x'`` and exactly 16 lowercase hex digits, or ``'0x10000000000000000'`` (2^64)
-as the exclusive end of the last shard; every range of one selector names the same field.
-
-kube-apiserver parses the expression with cel-go and walks the tree without evaluating it
-(``apiserver/pkg/sharding/parser.go``); its messages, quoted here, say what is wrong. We read
-the same language without a CEL runtime (``selectors.celexpr``: bounded work for any input,
-whose length the API caps at ``listoptions.MAX_SELECTOR_BYTES``) and walk the operands of its
-``||`` chain as kube does.
 """
 
 from __future__ import annotations
@@ -32,6 +21,17 @@ from runtimes.apimachinery.selectors.celexpr import (
     operands,
 )
 from runtimes.apimachinery.selectors.labels import SelectorError
+
+# An object belongs to the shard when the 64-bit FNV-1a hash of the named field (the UTF-8 bytes
+# of ``metadata.uid`` or ``metadata.namespace``) falls in ``[start, end)`` of any of the ranges.
+# Bounds are ``'0x'`` and exactly 16 lowercase hex digits, or ``'0x10000000000000000'`` (2^64)
+# as the exclusive end of the last shard; every range of one selector names the same field.
+#
+# kube-apiserver parses the expression with cel-go and walks the tree without evaluating it
+# (``apiserver/pkg/sharding/parser.go``); its messages, quoted here, say what is wrong. We read
+# the same language without a CEL runtime (``selectors.celexpr``: bounded work for any input,
+# whose length the API caps at ``listoptions.MAX_SELECTOR_BYTES``) and walk the operands of its
+# ``||`` chain as kube does.
 
 FNV_OFFSET_64 = 0xCBF29CE484222325
 FNV_PRIME_64 = 0x100000001B3

@@ -8,11 +8,6 @@ recurses until Python's stack runs out (a RecursionError, once a 500 on compile)
 refused at admission, at the ``$ref`` that closes the loop. Recursion *through* ``properties``,
 ``items`` and the like (a tree of options) goes one level into the value per step, so the body's
 depth bound (`apimachinery.bounds`) ends it: that stays allowed.
-
-A local reference that points at nothing is refused here as well: jsonschema would only find out
-while validating a job. References are resolved as jsonschema resolves them (`referencing`, so
-``$id`` scopes and ``$anchor``s count), and the walk is iterative with a visited set: the schema's
-nesting is the writer's choice, the stack's depth is not.
 """
 
 from __future__ import annotations
@@ -27,6 +22,11 @@ from referencing.jsonschema import DRAFT202012
 
 from runtimes.apimachinery import fielderrors as fe
 from runtimes.apimachinery.fielderrors import FieldError
+
+# A local reference that points at nothing is refused here as well: jsonschema would only find out
+# while validating a job. References are resolved as jsonschema resolves them (`referencing`, so
+# ``$id`` scopes and ``$anchor``s count), and the walk is iterative with a visited set: the schema's
+# nesting is the writer's choice, the stack's depth is not.
 
 # Keywords whose subschemas apply to the value itself, and those that apply to a part of it
 # (or only through a reference, as $defs). Together: every subschema position of Draft 2020-12.

@@ -6,18 +6,7 @@ compact JSON, and refer only to itself (a ``$ref`` elsewhere would make the serv
 ``defaults.parameters`` must then validate against it, except that ``required`` is not enforced:
 defaults are merged under a job's own values.
 
-Rules that keep validation bounded, whatever the schema:
-
-* Every regular expression (``pattern``, each name in ``patternProperties``) must compile under
-  RE2 (`apimachinery.regexes`), the linear-time engine every parameter check runs on. A
-  backreference, lookaround, atomic group or possessive quantifier is refused at its field
-  (``spec.parameters.properties.x.pattern``), and the Status's `fix` says which construct to drop.
-* Every local ``$ref`` must resolve, and none may loop back without going into the value
-  (`parameter_refs`), or validation would recurse without end.
-* ``spec.parameters`` and ``spec.defaults.parameters`` nest at most `FREE_FORM_MAX_DEPTH` (64)
-  levels. The body limit (100, `apimachinery.bounds`) bounds everything else; these two free-form
-  fields are where depth is the writer's choice, and 64 keeps a stored runtime (with the four
-  levels its managedFields add) well inside the limit, so what a client reads it can write back.
+Rules that keep validation bounded, whatever the schema.
 """
 
 from __future__ import annotations
@@ -35,6 +24,17 @@ from runtimes.apimachinery.fielderrors import FieldError
 from runtimes.catalog.parameter_keywords import FORMAT_CHECKER
 from runtimes.catalog.parameters import parameter_errors
 from runtimes.registry.trainingruntime.parameter_refs import json_path, ref_errors
+
+# * Every regular expression (``pattern``, each name in ``patternProperties``) must compile under
+#   RE2 (`apimachinery.regexes`), the linear-time engine every parameter check runs on. A
+#   backreference, lookaround, atomic group or possessive quantifier is refused at its field
+#   (``spec.parameters.properties.x.pattern``), and the Status's `fix` says which construct to drop.
+# * Every local ``$ref`` must resolve, and none may loop back without going into the value
+#   (`parameter_refs`), or validation would recurse without end.
+# * ``spec.parameters`` and ``spec.defaults.parameters`` nest at most `FREE_FORM_MAX_DEPTH` (64)
+#   levels. The body limit (100, `apimachinery.bounds`) bounds everything else; these two free-form
+#   fields are where depth is the writer's choice, and 64 keeps a stored runtime (with the four
+#   levels its managedFields add) well inside the limit, so what a client reads it can write back.
 
 PARAMETERS_MAX_BYTES = 64 * 1024
 FREE_FORM_MAX_DEPTH = 64
