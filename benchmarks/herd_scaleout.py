@@ -65,7 +65,7 @@ from benchmarks.herd_loads import (
 from benchmarks.herd_nodus import Nodus
 from benchmarks.herd_scaleout_server import Cluster, accepted, connections, logged, serving
 
-PER_TOKEN = 100  # watches per token: the server's per-client limit (NODUS_MAX_WATCHES_PER_CLIENT)
+PER_TOKEN = 100  # watches per token, as many informers sharing one service account
 WRITERS = 8  # tokens that create the runtimes, 8 in flight (the per-client "other" seats)
 CLOSE_PAUSE = 3.0  # after closing the baseline herd: the workers let go of the seats
 LATE = 1.0  # after the last write has arrived everywhere: time for a duplicate to show

@@ -8,6 +8,7 @@
     .venv/bin/python benchmarks/run.py abuse      # the threat table's attacks (benchmarks/abuse.py)
     .venv/bin/python benchmarks/run.py herd       # nodus beside etcd under a herd of clients
                                                   # (benchmarks/herd.py; runs in `make bench`)
+    .venv/bin/python benchmarks/run.py fairness   # a polite client beside a greedy one (APF)
     .venv/bin/python benchmarks/run.py herd-scaleout  # 10,000 watchers on 4 workers, PostgreSQL
                                                   # + Redis (benchmarks/herd_scaleout.py; only
                                                   # when named)
@@ -43,7 +44,7 @@ def main(selected: list[str]) -> int:
 
     # Case modules register themselves on import, in the order they run; add new ones here.
     from benchmarks import http_cases, validation_cases, console_cases, scale  # noqa: F401, I001
-    from benchmarks import controller_load, abuse, herd, herd_scaleout  # noqa: F401
+    from benchmarks import controller_load, abuse, herd, herd_scaleout, fairness  # noqa: F401
     from benchmarks.harness import CASES, EXPLICIT, Bench, CaseSkipped, Comparison, report
     from benchmarks.server import live_server
 

@@ -103,11 +103,8 @@ def _environment(data_dir: Path, database_url: str, redis_url: str) -> dict[str,
         NODUS_DATA_DIR=str(data_dir),
         NODUS_EMBEDDED_CONTROLLER="0",
         NODUS_LOG_LEVEL="WARNING",
-        # One benchmark client stands for many: 1,000 watchers and open-loop writes on one
-        # token would otherwise meet the per-client seat limits (runtimes.api.flowcontrol).
-        NODUS_MAX_WATCHES_PER_CLIENT="0",
+        # 1,000 watchers per process and more: no bound on open watches for the benchmark.
         NODUS_MAX_WATCHES_INFLIGHT="0",
-        NODUS_MAX_OTHERS_PER_CLIENT="0",
         DJANGO_SETTINGS_MODULE="nodus_console.settings",
         DATABASE_URL=database_url,
         PYTHONUNBUFFERED="1",

@@ -353,19 +353,15 @@ NODUS_CONTROLLER_BACKOFF_JITTER = float(os.environ.get("NODUS_CONTROLLER_BACKOFF
 # (kube's one-hour event TTL), and at most NODUS_EVENTS_PER_NAMESPACE per project.
 NODUS_EVENTS_TTL_SECONDS = float(os.environ.get("NODUS_EVENTS_TTL_SECONDS", 3600))
 NODUS_EVENTS_PER_NAMESPACE = int(os.environ.get("NODUS_EVENTS_PER_NAMESPACE", 1000))
-# Seats per client and per process in each pool of runtimes.api.flowcontrol (0: no limit);
-# past either, 429 TooManyRequests with Retry-After: 1. The module says why these values.
-NODUS_MAX_LISTS_PER_CLIENT = int(os.environ.get("NODUS_MAX_LISTS_PER_CLIENT", 2))
-NODUS_MAX_WATCHES_PER_CLIENT = int(os.environ.get("NODUS_MAX_WATCHES_PER_CLIENT", 100))
-NODUS_MAX_OTHERS_PER_CLIENT = int(os.environ.get("NODUS_MAX_OTHERS_PER_CLIENT", 8))
-NODUS_MAX_LISTS_INFLIGHT = int(os.environ.get("NODUS_MAX_LISTS_INFLIGHT", 8))
-NODUS_MAX_WATCHES_INFLIGHT = int(os.environ.get("NODUS_MAX_WATCHES_INFLIGHT", 1000))
-NODUS_MAX_OTHERS_INFLIGHT = int(os.environ.get("NODUS_MAX_OTHERS_INFLIGHT", 16))
-# When only the process's seats are taken, a request queues for one this long (and while fewer
-# than this many wait), then gets 429.
+# API Priority and Fairness (runtimes.api.flowcontrol, which says why these values): the seats
+# the priority levels share, a list's width in seats, each fair queue's length and the longest
+# wait for seats before 429, and the open watches a process holds.
+NODUS_FLOW_SEATS = int(os.environ.get("NODUS_FLOW_SEATS", 24))
+NODUS_FLOW_LIST_WIDTH = int(os.environ.get("NODUS_FLOW_LIST_WIDTH", 2))
+NODUS_FLOW_QUEUE_LENGTH = int(os.environ.get("NODUS_FLOW_QUEUE_LENGTH", 16))
 NODUS_FLOW_QUEUE_SECONDS = float(os.environ.get("NODUS_FLOW_QUEUE_SECONDS", 10))
-NODUS_FLOW_QUEUE_LENGTH = int(os.environ.get("NODUS_FLOW_QUEUE_LENGTH", 1000))
-# Threads of the event loop's default executor (0: the list seats plus 4).
+NODUS_MAX_WATCHES_INFLIGHT = int(os.environ.get("NODUS_MAX_WATCHES_INFLIGHT", 1000))
+# Threads of the event loop's default executor (0: the lists the seats allow, plus 4).
 # API views run on this many long-lived threads that keep their database connections
 # (runtimes.api.viewpool); the in-process tests turn the pool off.
 NODUS_VIEW_POOL = True

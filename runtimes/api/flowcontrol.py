@@ -1,21 +1,17 @@
-"""Overload answers 429 at once, never a timeout: per-client seat pools, as API Priority and
-Fairness.
+"""API Priority and Fairness in front of everything: priority levels, fair queues, 429 last.
 
-An ASGI middleware in front of everything (HTTP and websockets, API and console) counts the
-requests in flight before any work is queued for them: before Django reads a body, before a
-request thread is started or a database call is put on the executor. Each request takes a seat
-in one of three pools, for its client and for the whole process; when either is full it is
-answered at once with 429 ``TooManyRequests`` and ``Retry-After: 1``, the Status
-kube-apiserver's API Priority and Fairness sends when it rejects.
+An ASGI middleware classifies each request (HTTP and websockets, API and console) before any
+work is queued for it: its flow schema and priority level from who is asking (known from
+memory only: no database call), its flow (the user, else the token, session or address), and
+its width (a list takes more seats than a get). It then takes seats from `fairqueuing`, which
+queues it fairly when its level is busy; only a full queue or a wait past the bound answers
+429 with Retry-After, the Status kube-apiserver's API Priority and Fairness sends.
 """
 
 from __future__ import annotations
 
-import asyncio
-import collections
 import hashlib
 import logging
-import threading
 import uuid
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
@@ -25,50 +21,42 @@ from urllib.parse import parse_qs
 import orjson
 from django.conf import settings
 
+from runtimes.accounts import access, tokens
 from runtimes.api import metrics
+from runtimes.api.fairqueuing import (
+    EXEMPT,
+    GLOBAL_DEFAULT,
+    WORKLOAD_HIGH,
+    Dispatcher,
+    Level,
+    Refused,
+    Ticket,
+)
 from runtimes.apimachinery.errors import ApiError
 
-# | pool | what | per client | process |
-# |---|---|---|---|
-# | ``list`` | GET of a collection; a watch's initial list, until its response starts | 2 | 8 |
-# | ``watch`` | an HTTP watch, any websocket (API watch, console), while open | 100 | 1,000 |
-# | ``other`` | everything else: gets, writes, discovery, console pages | 8 | 16 |
+# Flow schemas and priority levels, as kube's suggested configuration has them (trimmed to
+# what this server sees):
 #
-# A watch lists first when it has no resourceVersion (or "0") or asks sendInitialEvents=true.
-# A seat is held until the response's last byte is sent (a watch's list seat until its response
-# starts), not through Django's closing of the request after it: a client sending one request
-# at a time never finds its own seats taken.
+# | flow schema | who | priority level |
+# |---|---|---|
+# | exempt | platform admins (staff) | exempt: never queued, never refused |
+# | probes | /healthz, /livez, /readyz | exempt (answered before any of this) |
+# | nodus-controller | the controller's service account | workload-high |
+# | global-default | everyone else: a flow per user (or token, session, address) | global-default |
 #
-# Why these values:
+# A caller's user is known here only when their token was looked up a moment ago
+# (`tokens.remembered`); until then they are global-default, one flow per token.
 #
-# - Every list and "other" request runs its Python on a thread of its own (Django's sync views),
-#   and threads of one process take turns on one interpreter lock. On the 2 cores this is sized
-#   for, 8 lists of 10,000 objects already keep both cores busy; more would only make each
-#   slower while /livez and writes wait for the lock behind them. So lists have a small pool of
-#   their own (8, the executor's 12 threads less a reserve of 4, see below), and gets and writes
-#   another (16), so a herd of lists can't take the seats writes need.
-# - A watch set-up that lists first runs on the event loop's default executor, which
-#   ``manage.py serve`` sizes to the list seats plus 4 (``NODUS_ASGI_THREADS``, 12): the
-#   watches' catch-up reads of the event log and the hub always find a free thread.
-# - Per client 2 lists (kubectl and client-go informers list one at a time), 8 others (a
-#   browser opens at most 6 connections to a host), 100 watches (an informer per kind and
-#   namespace, a console tab each). A client is its bearer token (hashed), else its session
-#   cookie, else its address; what one client can hold is a fraction of the whole, so one client
-#   cannot fill a pool alone.
-# - An open watch costs memory and a coroutine, not a thread: 1,000 in a process.
-#
-# When only the process's seats of a pool are taken (not the client's own), a request waits in
-# that pool's queue, first come first served, for up to ``NODUS_FLOW_QUEUE_SECONDS`` (10 s) and
-# while fewer than ``NODUS_FLOW_QUEUE_LENGTH`` (1,000) wait, as APF queues before it rejects: a
-# herd of informers starting at once is served in turn rather than sent away to come back all
-# together a second later. Past either bound: 429.
-#
-# Health endpoints (/healthz, /livez, /readyz and their checks) are exempt, as kube's ``exempt``
-# priority level: a load balancer must see a busy server as alive. Static files too (served from
-# memory).
-#
-# Settings (env): ``NODUS_MAX_{LISTS,WATCHES,OTHERS}_PER_CLIENT`` and
-# ``NODUS_MAX_{LISTS,WATCHES,OTHERS}_INFLIGHT``; 0 means no limit.
+# Seats: the process has NODUS_FLOW_SEATS (24), shared by workload-high and global-default in
+# proportion to their shares (40:20, kube's); a level may borrow seats no other level is
+# waiting for. A list (and a watch's initial list, until its response starts) is
+# NODUS_FLOW_LIST_WIDTH seats wide (2): each costs a thread of Python on one interpreter lock.
+# Queues: 64 per level, a flow dealt 6 of them (shuffle sharding), at most
+# NODUS_FLOW_QUEUE_LENGTH (16) waiting in each (kube's 50 would let one flow park 300), and
+# a wait of at most NODUS_FLOW_QUEUE_SECONDS (10).
+# An open watch holds no seat once it streams: it costs memory, bounded per watch by the
+# listeners' unsent-bytes cut (`serving`) and in all by NODUS_MAX_WATCHES_INFLIGHT (1,000).
+# Static files are exempt (served from memory).
 
 log = logging.getLogger("nodus.flowcontrol")
 
@@ -79,49 +67,61 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 LIST, WATCH, OTHER = "list", "watch", "other"
-POOLS = (LIST, WATCH, OTHER)
 RETRY_AFTER_SECONDS = 1  # kube-apiserver's answer to a rejected request
 EXEMPT_PATHS = ("/healthz", "/livez", "/readyz")
 EXEMPT_PREFIXES = ("/static/",)
 TOKEN_PROTOCOL = "base64url.bearer.authorization.k8s.io."
 TRUE = {"1", "true"}
 EXECUTOR_RESERVE = 4
+LEVELS = (Level(EXEMPT), Level(WORKLOAD_HIGH, shares=40), Level(GLOBAL_DEFAULT, shares=20))
+SCHEMAS = {"exempt": EXEMPT, "nodus-controller": WORKLOAD_HIGH, "global-default": GLOBAL_DEFAULT}
+
+
+def uid(kind: str, name: str) -> str:
+    """A stable UID for a flow schema or priority level (kube sends theirs in headers)."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"nodus:flowcontrol:{kind}/{name}"))
 
 
 @dataclass(frozen=True)
 class Limits:
-    """Seats per pool, per client and for the process (0: unlimited)."""
+    """The process's seats and queues (from settings unless given)."""
 
-    per_client: dict[str, int]
-    inflight: dict[str, int]
+    seats: int = 24
+    list_width: int = 2
+    queue_length: int = 16
     queue_seconds: float = 10.0
-    queue_length: int = 1000
+    watches: int = 1000
 
     @classmethod
     def from_settings(cls) -> Limits:
         return cls(
-            per_client={
-                LIST: int(getattr(settings, "NODUS_MAX_LISTS_PER_CLIENT", 2)),
-                WATCH: int(getattr(settings, "NODUS_MAX_WATCHES_PER_CLIENT", 100)),
-                OTHER: int(getattr(settings, "NODUS_MAX_OTHERS_PER_CLIENT", 8)),
-            },
-            inflight={
-                LIST: int(getattr(settings, "NODUS_MAX_LISTS_INFLIGHT", 8)),
-                WATCH: int(getattr(settings, "NODUS_MAX_WATCHES_INFLIGHT", 1000)),
-                OTHER: int(getattr(settings, "NODUS_MAX_OTHERS_INFLIGHT", 16)),
-            },
+            seats=int(getattr(settings, "NODUS_FLOW_SEATS", 24)),
+            list_width=int(getattr(settings, "NODUS_FLOW_LIST_WIDTH", 2)),
+            queue_length=int(getattr(settings, "NODUS_FLOW_QUEUE_LENGTH", 16)),
             queue_seconds=float(getattr(settings, "NODUS_FLOW_QUEUE_SECONDS", 10.0)),
-            queue_length=int(getattr(settings, "NODUS_FLOW_QUEUE_LENGTH", 1000)),
+            watches=int(getattr(settings, "NODUS_MAX_WATCHES_INFLIGHT", 1000)),
         )
+
+    def dispatcher(self) -> Dispatcher:
+        levels = tuple(Level(lv.name, lv.shares, queue_length=self.queue_length) for lv in LEVELS)
+        return Dispatcher(levels, self.seats, self.queue_seconds)
 
 
 @dataclass(frozen=True)
 class Demand:
-    """The seats a request needs: its pool for its whole life, and a list seat while a watch
-    lists first (given back when its response starts)."""
+    """What a request is: a list, a watch (which may list first) or anything else."""
 
     pool: str
     lists_first: bool = False
+
+
+@dataclass(frozen=True)
+class Flow:
+    """Where a request goes: its flow schema, its priority level and its flow's name."""
+
+    schema: str
+    level: str
+    distinguisher: str
 
 
 def _header(scope: Scope, name: bytes) -> str:
@@ -189,10 +189,11 @@ def is_long_running(scope: Scope) -> bool:
 
 
 def executor_threads() -> int:
-    """The size of the event loop's default executor (watch set-up, event-log reads): the list
-    seats plus a reserve of 4, so the hub's reads always find a thread."""
+    """The size of the event loop's default executor (watch set-up, event-log reads): as many
+    lists as the seats allow, plus a reserve of 4, so the hub's reads always find a thread."""
     configured = int(getattr(settings, "NODUS_ASGI_THREADS", 0))
-    return configured or Limits.from_settings().inflight[LIST] + EXECUTOR_RESERVE
+    limits = Limits.from_settings()
+    return configured or limits.seats // max(limits.list_width, 1) + EXECUTOR_RESERVE
 
 
 def _digest(kind: str, secret: str) -> str:
@@ -218,98 +219,37 @@ def client_of(scope: Scope) -> str:
     return f"address:{client[0]}"
 
 
-class SeatPools:
-    """The counts of seats taken, per pool, for each client and in all. Thread-safe, though
-    ASGI calls it from the event loop only."""
+def flow_of(scope: Scope) -> Flow:
+    """The flow schema, priority level and flow of a request, from memory only."""
+    client = client_of(scope)
+    token = _bearer_token(scope)
+    user = tokens.remembered(token) if token else None
+    if user is not None:
+        if access.is_platform_admin(user):
+            return Flow("exempt", EXEMPT, user.get_username())
+        if access.is_controller(user):
+            return Flow("nodus-controller", WORKLOAD_HIGH, user.get_username())
+        return Flow("global-default", GLOBAL_DEFAULT, f"user:{user.get_username()}")
+    return Flow("global-default", GLOBAL_DEFAULT, client)
 
-    def __init__(self, limits: Limits) -> None:
-        self.limits = limits
-        self._lock = threading.Lock()
-        self._taken: dict[str, int] = dict.fromkeys(POOLS, 0)
-        self._by_client: dict[tuple[str, str], int] = {}
-        self._queues: dict[str, collections.deque[asyncio.Future[None]]] = {}
 
-    def taken(self, pool: str, client: str | None = None) -> int:
-        with self._lock:
-            if client is None:
-                return self._taken[pool]
-            return self._by_client.get((pool, client), 0)
+def _bearer_token(scope: Scope) -> str:
+    scheme, _, token = _header(scope, b"authorization").partition(" ")
+    if scheme.lower() == "bearer" and token.strip():
+        return token.strip()
+    for protocol in scope.get("subprotocols") or []:
+        if protocol.startswith(TOKEN_PROTOCOL):
+            return _decode_protocol_token(protocol[len(TOKEN_PROTOCOL) :])
+    return ""
 
-    def acquire(self, pools: list[str], client: str) -> str | None:
-        """Takes one seat in each pool, all or none; returns the first full pool's
-        description (None when every seat was taken)."""
-        return self._try(pools, client)[0]
 
-    def _try(self, pools: list[str], client: str) -> tuple[str | None, str | None]:
-        """(why refused or None, the pool whose process-wide seats were full or None)."""
-        with self._lock:
-            for pool in pools:
-                mine = self._by_client.get((pool, client), 0)
-                per_client = self.limits.per_client[pool]
-                if per_client and mine >= per_client:
-                    return f"this client already has {mine} {pool} requests in flight", None
-                inflight = self.limits.inflight[pool]
-                if inflight and self._taken[pool] >= inflight:
-                    return f"the server has {self._taken[pool]} {pool} requests in flight", pool
-            for pool in pools:
-                self._taken[pool] += 1
-                self._by_client[(pool, client)] = self._by_client.get((pool, client), 0) + 1
-                metrics.SEATS_IN_USE.labels(pool).inc()
-            return None, None
+def _decode_protocol_token(encoded: str) -> str:
+    import base64
 
-    async def acquire_queued(self, pools: list[str], client: str) -> str | None:
-        """`acquire`, but when only the process's seats are full, waits in that pool's queue
-        (first come, first served) for up to the limits' `queue_seconds`, as API Priority and
-        Fairness queues; a full queue or the wait running out is the refusal."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.limits.queue_seconds
-        woken: str | None = None  # the pool whose freed seat this request was woken for
-        while True:
-            refused, full = self._try(pools, client)
-            if refused is None:
-                return None
-            if woken is not None:
-                self._next_in_queue(woken)  # the seat it was woken for is still free: pass it on
-                woken = None
-            if full is None:
-                return refused
-            queue = self._queues.setdefault(full, collections.deque())
-            remaining = deadline - loop.time()
-            if remaining <= 0 or len(queue) >= self.limits.queue_length:
-                return f"{refused}, and {len(queue)} more wait for a seat"
-            turn: asyncio.Future[None] = loop.create_future()
-            queue.append(turn)
-            metrics.QUEUED.labels(full).inc()
-            try:
-                await asyncio.wait_for(turn, remaining)
-                woken = full
-            except TimeoutError:
-                if turn.done() and not turn.cancelled():
-                    self._next_in_queue(full)  # woken just as it gave up
-                return f"{refused}, and it waited {self.limits.queue_seconds:g} s for a seat"
-            finally:
-                metrics.QUEUED.labels(full).dec()
-                if turn in queue:
-                    queue.remove(turn)
-
-    def _next_in_queue(self, pool: str) -> None:
-        queue = self._queues.get(pool)
-        while queue:
-            turn = queue.popleft()
-            if not turn.done():
-                turn.set_result(None)
-                return
-
-    def release(self, pool: str, client: str) -> None:
-        with self._lock:
-            self._taken[pool] -= 1
-            left = self._by_client[(pool, client)] - 1
-            if left:
-                self._by_client[(pool, client)] = left
-            else:
-                del self._by_client[(pool, client)]
-            metrics.SEATS_IN_USE.labels(pool).dec()
-        self._next_in_queue(pool)
+    try:
+        return base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4)).decode()
+    except (ValueError, UnicodeDecodeError):
+        return ""
 
 
 def too_many_requests(why: str) -> ApiError:
@@ -337,66 +277,97 @@ class FlowControl:
 
     def __init__(self, app: ASGIApp, limits: Limits | None = None) -> None:
         self.app = app
-        self.pools = SeatPools(limits or Limits.from_settings())
+        self.limits = limits or Limits.from_settings()
+        self.dispatcher = self.limits.dispatcher()
+        self.watches = 0
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         demand = classify(scope) if scope["type"] in {"http", "websocket"} else None
         if demand is None:
             await self.app(scope, receive, send)
             return
-        client = client_of(scope)
-        wanted = [demand.pool, LIST] if demand.lists_first else [demand.pool]
-        refused = await self.pools.acquire_queued(wanted, client)
-        if refused is not None:
-            await self._refuse(scope, receive, send, demand.pool, client, refused)
+        flow = flow_of(scope)
+        if demand.pool == WATCH and self.limits.watches and self.watches >= self.limits.watches:
+            why = f"the server has {self.watches} watches open, its bound"
+            await self._refuse(scope, receive, send, flow, "concurrency-limit", why)
             return
-        held = set(wanted)
+        # A list, and a watch while it lists first, is wider than a get or a write; a watch
+        # that starts from a revision holds no seat beyond its set-up's one.
+        width = self.limits.list_width if demand.pool == LIST or demand.lists_first else 1
+        granted = await self.dispatcher.acquire(
+            flow.level,
+            flow.distinguisher,
+            width,
+            lambda change: metrics.flow_queued(flow.level, flow.schema, change),
+        )
+        metrics.flow_wait(flow.level, flow.schema, granted)
+        if isinstance(granted, Refused):
+            await self._refuse(scope, receive, send, flow, granted.reason, granted.detail)
+            return
+        ticket: Ticket = granted
+        watching = demand.pool == WATCH
+        if watching:
+            self.watches += 1
+        metrics.flow_started(flow.level, flow.schema, ticket.width)
+        headers = _flow_headers(flow)
 
-        def free(pool: str) -> None:
-            if pool in held:
-                held.discard(pool)
-                self.pools.release(pool, client)
+        def free() -> None:
+            if not ticket.released:
+                self.dispatcher.release(ticket)
+                metrics.flow_finished(flow.level, flow.schema, ticket.width)
 
         async def tracked(message: Message) -> None:
             kind = message["type"]
-            if demand.lists_first and kind in {
-                "http.response.start",
-                "websocket.accept",
-                "websocket.close",
-            }:
-                free(LIST)  # a watch's initial list is written: its list seat is free
+            if kind == "http.response.start":
+                message = {**message, "headers": [*message.get("headers", []), *headers]}
+            if watching and kind in {"http.response.start", "websocket.accept"}:
+                free()  # a watch's set-up is done: it streams without a seat
             await send(message)
             if kind == "http.response.body" and not message.get("more_body", False):
                 # The response is complete: its client may send the next request at once, while
                 # Django still closes the request (signals, database connections). Counting
-                # that tail would refuse a client that sends one request at a time.
-                for pool in list(held):
-                    free(pool)
+                # that tail would hold a seat for no work.
+                free()
 
         try:
             await self.app(scope, receive, tracked)
         finally:
-            for pool in list(held):
-                free(pool)
+            free()
+            if watching:
+                self.watches -= 1
 
     async def _refuse(
-        self, scope: Scope, receive: Receive, send: Send, pool: str, client: str, why: str
+        self, scope: Scope, receive: Receive, send: Send, flow: Flow, reason: str, why: str
     ) -> None:
         request_id = uuid.uuid4().hex
-        metrics.REJECTED.labels(pool, "concurrency-limit").inc()
+        metrics.REJECTED.labels(flow.level, flow.schema, reason).inc()
         log.info(
-            "%s %s 429 %s client=%s requestId=%s",
+            "%s %s 429 %s level=%s requestId=%s",
             scope.get("method", "WEBSOCKET"),
             scope.get("path"),
             why,
-            client.split(":", 1)[0],
+            flow.level,
             request_id,
         )
-        await answer_status(scope, receive, send, too_many_requests(why), request_id)
+        error = too_many_requests(why)
+        await answer_status(scope, receive, send, error, request_id, _flow_headers(flow))
+
+
+def _flow_headers(flow: Flow) -> list[tuple[bytes, bytes]]:
+    """The flow schema's and priority level's UIDs, as kube-apiserver sends them."""
+    return [
+        (b"x-kubernetes-pf-flowschema-uid", uid("flowschema", flow.schema).encode()),
+        (b"x-kubernetes-pf-prioritylevel-uid", uid("prioritylevel", flow.level).encode()),
+    ]
 
 
 async def answer_status(
-    scope: Scope, receive: Receive, send: Send, error: ApiError, request_id: str
+    scope: Scope,
+    receive: Receive,
+    send: Send,
+    error: ApiError,
+    request_id: str,
+    extra_headers: list[tuple[bytes, bytes]] | None = None,
 ) -> None:
     """Answers a request the application never saw with `error` as a Status (HTTP), or, on a
     websocket, as watch_ws answers a watch it cannot serve: accept, one ERROR event carrying
@@ -418,5 +389,6 @@ async def answer_status(
     ]
     if error.retry_after is not None:
         headers.append((b"retry-after", str(error.retry_after).encode()))
+    headers.extend(extra_headers or [])
     await send({"type": "http.response.start", "status": error.code, "headers": headers})
     await send({"type": "http.response.body", "body": body})

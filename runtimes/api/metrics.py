@@ -11,6 +11,8 @@ The watch stream calls `watch_opened()` / `watch_closed()`; `/metrics` itself is
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.http import HttpRequest
 from prometheus_client import Counter, Gauge, Histogram
 
@@ -34,21 +36,54 @@ OPEN_WATCHES = Gauge(
     "Open watch streams in this process.",
     ["verb", "resource"],
 )
+# API Priority and Fairness (runtimes.api.flowcontrol), named and labelled as kube-apiserver's.
 SEATS_IN_USE = Gauge(
     "apiserver_flowcontrol_current_executing_seats",
-    "Seats taken in each pool of runtimes.api.flowcontrol (list, watch, other).",
+    "Seats taken by the requests executing at each priority level.",
     ["priority_level"],
+)
+EXECUTING = Gauge(
+    "apiserver_flowcontrol_current_executing_requests",
+    "Requests executing at each priority level and flow schema.",
+    ["priority_level", "flow_schema"],
 )
 QUEUED = Gauge(
     "apiserver_flowcontrol_current_inqueue_requests",
-    "Requests waiting for a seat because the process's seats of their pool are all taken.",
-    ["priority_level"],
+    "Requests waiting in a queue of each priority level and flow schema.",
+    ["priority_level", "flow_schema"],
 )
 REJECTED = Counter(
     "apiserver_flowcontrol_rejected_requests_total",
-    "Requests answered 429 because their pool was full, for the client or the process.",
-    ["priority_level", "reason"],
+    "Requests answered 429: queue-full, time-out (waited too long) or concurrency-limit.",
+    ["priority_level", "flow_schema", "reason"],
 )
+WAIT = Histogram(
+    "apiserver_flowcontrol_request_wait_duration_seconds",
+    "How long requests waited for seats, by whether they then executed.",
+    ["priority_level", "flow_schema", "execute"],
+    buckets=(0, 0.005, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30),
+)
+
+
+def flow_queued(level: str, schema: str, change: int) -> None:
+    QUEUED.labels(level, schema).inc(change)
+
+
+def flow_wait(level: str, schema: str, granted: Any) -> None:
+    waited = getattr(granted, "waited", None)
+    WAIT.labels(level, schema, "true" if waited is not None else "false").observe(waited or 0)
+
+
+def flow_started(level: str, schema: str, width: int) -> None:
+    SEATS_IN_USE.labels(level).inc(width)
+    EXECUTING.labels(level, schema).inc()
+
+
+def flow_finished(level: str, schema: str, width: int) -> None:
+    SEATS_IN_USE.labels(level).dec(width)
+    EXECUTING.labels(level, schema).dec()
+
+
 CACHE_LISTS = Counter(
     "apiserver_cache_list_total",
     "Lists (and watches' initial lists) answered from this process's watch cache, by resource "

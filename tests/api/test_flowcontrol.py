@@ -1,4 +1,5 @@
-"""Flow control: which pool a request sits in, who its client is, and 429 past the seats."""
+"""Flow control as an ASGI middleware: what a request is, which flow and priority level it goes
+to, fair queuing under load, and 429 only past a full queue or a spent wait."""
 
 from __future__ import annotations
 
@@ -7,7 +8,11 @@ from typing import Any
 
 import orjson
 import pytest
+from django.contrib.auth import get_user_model
 
+from runtimes.accounts import access
+from runtimes.accounts.tokens import create_token, user_for
+from runtimes.api.fairqueuing import EXEMPT, GLOBAL_DEFAULT, WORKLOAD_HIGH
 from runtimes.api.flowcontrol import (
     LIST,
     OTHER,
@@ -18,10 +23,11 @@ from runtimes.api.flowcontrol import (
     Message,
     Receive,
     Scope,
-    SeatPools,
     Send,
     classify,
     client_of,
+    flow_of,
+    uid,
 )
 
 COLLECTION = "/apis/nodus.dev/v1beta1/namespaces/demo/trainingruntimes"
@@ -83,29 +89,6 @@ def test_it_tells_clients_apart_by_token_then_session_then_address() -> None:
     assert client_of(http("/")) == "address:10.0.0.7"
 
 
-def limits(**per_client: int) -> Limits:
-    return Limits(
-        per_client={LIST: 2, WATCH: 3, OTHER: 2, **per_client},
-        inflight={LIST: 3, WATCH: 100, OTHER: 100},
-    )
-
-
-def test_it_counts_seats_per_client_and_for_the_process_all_or_none() -> None:
-    pools = SeatPools(limits())
-
-    assert pools.acquire([LIST], "a") is None
-    assert pools.acquire([LIST], "a") is None
-    assert "this client already has 2 list" in (pools.acquire([LIST], "a") or "")
-    assert pools.acquire([LIST], "b") is None
-    assert "the server has 3 list" in (pools.acquire([LIST], "c") or "")
-    # A watch that lists first needs both seats; with no list seat it takes no watch seat.
-    assert pools.acquire([WATCH, LIST], "c") is not None
-    assert pools.taken(WATCH) == 0
-    pools.release(LIST, "a")
-    assert pools.acquire([WATCH, LIST], "c") is None
-    assert (pools.taken(WATCH, "c"), pools.taken(LIST, "c"), pools.taken(LIST)) == (1, 1, 3)
-
-
 class Gate:
     """An inner ASGI app that answers only when its gate opens, so tests hold seats."""
 
@@ -133,50 +116,146 @@ async def call(app: Any, scope: Scope) -> list[Message]:
     return sent
 
 
-def test_past_its_seats_a_client_gets_429_with_retry_after_while_others_are_served() -> None:
-    async def scenario() -> tuple[list[Message], list[Message], int]:
+def small(**overrides: Any) -> Limits:
+    return Limits(**{"seats": 4, "list_width": 2, "queue_length": 3, "queue_seconds": 5.0,
+                     **overrides})  # fmt: skip
+
+
+def test_it_sends_the_flow_schema_and_priority_level_uids_kube_sends() -> None:
+    async def scenario() -> list[Message]:
         gate = Gate()
-        app = FlowControl(gate, limits())
-        herd = [
-            asyncio.create_task(call(app, http(COLLECTION, authorization="Bearer herd")))
-            for _ in range(2)
-        ]
-        await asyncio.sleep(0.01)
-        refused = await call(app, http(COLLECTION, authorization="Bearer herd"))
-        other = asyncio.create_task(
-            call(app, http(COLLECTION, method="POST", authorization="Bearer writer"))
-        )
-        await asyncio.sleep(0.01)
         gate.open.set()
-        await asyncio.gather(*herd)
-        written = await other
-        return refused, written, gate.entered
+        return await call(FlowControl(gate, small()), http(COLLECTION + "/a"))
 
-    refused, written, entered = asyncio.run(scenario())
+    start = asyncio.run(scenario())[0]
+    headers = dict(start["headers"])
+    assert (
+        headers[b"x-kubernetes-pf-flowschema-uid"] == uid("flowschema", "global-default").encode()
+    )
+    assert headers[b"x-kubernetes-pf-prioritylevel-uid"] == (
+        uid("prioritylevel", GLOBAL_DEFAULT).encode()
+    )
 
-    start, body = refused
-    assert start["status"] == 429
+
+@pytest.mark.django_db
+def test_platform_admins_are_exempt_the_controller_is_workload_high(
+    actors: dict[str, Any], settings: Any
+) -> None:
+    # Who is asking is known from the token memo only (no database call before a seat).
+    settings.NODUS_ACCESS_CACHE_SECONDS = 2.0
+
+    def flow(user: Any) -> tuple[str, str]:
+        token = create_token(user, "t")[1]
+        user_for(token)  # looked up once: remembered, as after a first request
+        found = flow_of(http(COLLECTION, authorization=f"Bearer {token}"))
+        return found.schema, found.level
+
+    controller = get_user_model().objects.create_user(access.CONTROLLER_ACCOUNT)
+    assert flow(actors["root"]) == ("exempt", EXEMPT)
+    assert flow(controller) == ("nodus-controller", WORKLOAD_HIGH)
+    assert flow(actors["alice"]) == ("global-default", GLOBAL_DEFAULT)
+    unknown = flow_of(http(COLLECTION, authorization="Bearer never-seen"))
+    assert (unknown.level, unknown.distinguisher) == (GLOBAL_DEFAULT, client_of(
+        http(COLLECTION, authorization="Bearer never-seen")))  # fmt: skip
+
+
+def test_a_burst_from_one_client_queues_within_its_seats_and_all_succeed() -> None:
+    async def scenario() -> tuple[list[int], int]:
+        gate = Gate()
+        app = FlowControl(gate, small(seats=8, queue_length=50))
+        burst = [
+            asyncio.create_task(
+                call(app, http(COLLECTION, method="POST", authorization="Bearer a"))
+            )
+            for _ in range(16)
+        ]
+        await asyncio.sleep(0.05)
+        running = gate.entered
+        gate.open.set()
+        answers = await asyncio.gather(*burst)
+        return [int(a[0]["status"]) for a in answers], running
+
+    codes, running = asyncio.run(scenario())
+    assert running == 8  # the seats were full: the other eight waited their turn
+    assert codes == [200] * 16
+
+
+def test_a_burst_past_its_queues_is_refused_with_retry_after_and_a_status() -> None:
+    async def scenario() -> list[list[Message]]:
+        gate = Gate()
+        app = FlowControl(gate, small(seats=2, queue_length=2))
+        burst = [
+            asyncio.create_task(
+                call(app, http(COLLECTION, method="POST", authorization="Bearer g"))
+            )
+            for _ in range(40)
+        ]
+        await asyncio.sleep(0.05)
+        gate.open.set()
+        return list(await asyncio.gather(*burst))
+
+    answers = asyncio.run(scenario())
+    refused = [a for a in answers if a[0]["status"] == 429]
+    # 2 running, and the flow's hand of 6 queues holds 2 each: the rest are refused.
+    assert len(refused) == 40 - 2 - 6 * 2
+    start, body = refused[0]
     headers = dict(start["headers"])
     assert headers[b"retry-after"] == b"1"
+    assert b"x-kubernetes-pf-prioritylevel-uid" in headers
     status = orjson.loads(body["body"])
     assert (status["kind"], status["reason"], status["code"]) == ("Status", "TooManyRequests", 429)
     assert status["details"]["retryAfterSeconds"] == 1
-    assert "2 list requests in flight" in status["fix"]
-    assert status["docs"].endswith("/docs/errors/TooManyRequests")
+    assert "queue already wait" in status["fix"]
     assert status["requestId"] == headers[b"x-request-id"].decode()
-    assert written[0]["status"] == 200  # the writer was never held up by the herd
-    assert entered == 3  # the refused list never reached the application
 
 
-def test_a_watch_gives_its_list_seat_back_once_its_response_starts() -> None:
-    async def scenario() -> tuple[int, int, list[Message]]:
+def test_a_polite_client_is_served_before_a_greedy_clients_backlog() -> None:
+    """Fair queuing: the greedy flow's waiting requests do not stand in front of another
+    flow's one request. Freed seats go to the queues in turn and a flow spreads over at most
+    its hand of 6 queues, so the polite request runs within the next 7 (of 30 waiting)."""
+
+    async def scenario() -> list[str]:
+        order: list[str] = []
+        release = asyncio.Event()
+
+        async def app(scope: Scope, receive: Receive, send: Send) -> None:
+            who = dict(scope["headers"])[b"authorization"].decode()
+            order.append(who)
+            await send({"type": "http.response.start", "status": 200, "headers": []})
+            await release.wait()
+            await send({"type": "http.response.body", "body": b""})
+
+        fc = FlowControl(app, small(seats=1, queue_length=100))
+
+        async def one(who: str) -> None:
+            await call(fc, http(COLLECTION, method="POST", authorization=f"Bearer {who}"))
+
+        tasks = [asyncio.create_task(one("greedy")) for _ in range(30)]
+        await asyncio.sleep(0.05)
+        tasks.append(asyncio.create_task(one("polite")))
+        await asyncio.sleep(0.05)
+        for _ in range(5):  # five requests finish, one at a time
+            release.set()
+            await asyncio.sleep(0)
+            release.clear()
+            await asyncio.sleep(0.02)
+        release.set()
+        await asyncio.gather(*tasks)
+        return order
+
+    order = asyncio.run(scenario())
+    assert order.index("Bearer polite") <= 7, order[:10]
+
+
+def test_a_watch_gives_its_seats_back_once_its_response_starts() -> None:
+    async def scenario() -> tuple[int, list[Message]]:
         gate = Gate()
-        app = FlowControl(gate, limits())
+        app = FlowControl(gate, small(seats=2))
         watch = asyncio.create_task(
             call(app, http(COLLECTION, "watch=1", authorization="Bearer w"))
         )
         await asyncio.sleep(0.01)  # the gate sent the response start: the list is done
-        during = (app.pools.taken(LIST), app.pools.taken(WATCH))
+        during = app.dispatcher.in_use(GLOBAL_DEFAULT)
         listed = await asyncio.wait_for(
             asyncio.gather(
                 call(app, http(COLLECTION, authorization="Bearer w")),
@@ -185,16 +264,16 @@ def test_a_watch_gives_its_list_seat_back_once_its_response_starts() -> None:
             5,
         )
         await watch
-        return *during, listed[0]
+        return during, listed[0]
 
-    lists, watches, listed = asyncio.run(scenario())
-    assert (lists, watches) == (0, 1)
+    during, listed = asyncio.run(scenario())
+    assert during == 0
     assert listed[0]["status"] == 200
 
 
 def test_a_seat_is_free_once_its_response_is_complete_though_the_application_lingers() -> None:
     """Django closes a request after its last byte is sent (signals, database connections): a
-    client that sends its next request as soon as it has the answer is not refused for that."""
+    client that sends its next request as soon as it has the answer finds its seats free."""
 
     async def scenario() -> tuple[list[int], int]:
         cleanup = asyncio.Event()
@@ -204,7 +283,7 @@ def test_a_seat_is_free_once_its_response_is_complete_though_the_application_lin
             await send({"type": "http.response.body", "body": b"listed"})
             await cleanup.wait()
 
-        app = FlowControl(lingering, limits())
+        app = FlowControl(lingering, small(seats=2, queue_length=1, queue_seconds=0.1))
         statuses: list[int] = []
         tails: list[asyncio.Task[None]] = []
         for _ in range(5):  # one at a time, each right after the last answer arrived
@@ -228,7 +307,7 @@ def test_a_seat_is_free_once_its_response_is_complete_though_the_application_lin
             )
             await done.wait()
             statuses.append(sent[0]["status"])
-        during = app.pools.taken(LIST)
+        during = app.dispatcher.in_use(GLOBAL_DEFAULT)
         cleanup.set()
         await asyncio.gather(*tails)
         return statuses, during
@@ -242,19 +321,17 @@ def test_seats_come_back_when_the_application_fails() -> None:
     async def failing(scope: Scope, receive: Receive, send: Send) -> None:
         raise RuntimeError("boom")
 
-    app = FlowControl(failing, limits())
+    app = FlowControl(failing, small())
     for _ in range(3):
         with pytest.raises(RuntimeError):
             asyncio.run(call(app, http(COLLECTION)))
-    assert app.pools.taken(LIST) == 0
+    assert app.dispatcher.in_use(GLOBAL_DEFAULT) == 0
 
 
-def test_a_websocket_past_its_seats_gets_an_error_event_and_close_4429() -> None:
+def test_a_websocket_past_the_watch_bound_gets_an_error_event_and_close_4429() -> None:
     async def scenario() -> list[Message]:
-        app = FlowControl(Gate(), limits(watch=0))
-        app.pools.limits.inflight[WATCH] = 0
-        app.pools.limits.per_client[WATCH] = 1
-        app.pools.acquire([WATCH], "address:10.0.0.7")
+        app = FlowControl(Gate(), small(watches=1))
+        app.watches = 1
         sent: list[Message] = []
 
         async def receive() -> Message:
@@ -275,63 +352,15 @@ def test_a_websocket_past_its_seats_gets_an_error_event_and_close_4429() -> None
     assert close == {"type": "websocket.close", "code": 4429}
 
 
-def queueing(seconds: float = 5.0, length: int = 10) -> Limits:
-    return Limits(
-        per_client={LIST: 2, WATCH: 3, OTHER: 2},
-        inflight={LIST: 2, WATCH: 100, OTHER: 100},
-        queue_seconds=seconds,
-        queue_length=length,
-    )
-
-
-def test_past_the_process_seats_requests_wait_their_turn_in_order() -> None:
-    async def scenario() -> tuple[list[int], list[str]]:
+def test_a_wait_that_runs_out_gets_429() -> None:
+    async def scenario() -> int:
         gate = Gate()
-        app = FlowControl(gate, queueing())
-        order: list[str] = []
-
-        async def one(who: str) -> int:
-            sent = await call(app, http(COLLECTION, authorization=f"Bearer {who}"))
-            order.append(who)
-            return int(sent[0]["status"])
-
-        holders = [asyncio.create_task(one(f"h{n}")) for n in range(2)]
+        app = FlowControl(gate, small(seats=1, queue_seconds=0.1))
+        holder = asyncio.create_task(call(app, http(COLLECTION + "/a", authorization="Bearer h")))
         await asyncio.sleep(0.01)
-        waiting = []
-        for n in range(4):  # four other clients: only the process's seats are full
-            waiting.append(asyncio.create_task(one(f"w{n}")))
-            await asyncio.sleep(0.01)
-        assert gate.entered == 2
+        waited = await call(app, http(COLLECTION + "/a", authorization="Bearer p"))
         gate.open.set()
-        codes = await asyncio.gather(*holders, *waiting)
-        return list(codes), order
+        await holder
+        return int(waited[0]["status"])
 
-    codes, order = asyncio.run(scenario())
-    assert codes == [200] * 6  # nobody was sent away
-    assert [who for who in order if who.startswith("w")] == ["w0", "w1", "w2", "w3"]
-
-
-def test_a_full_queue_or_a_wait_that_runs_out_gets_429_and_the_client_limit_never_queues() -> None:
-    async def scenario() -> dict[str, int]:
-        gate = Gate()
-        app = FlowControl(gate, queueing(seconds=0.2, length=1))
-
-        async def one(who: str) -> int:
-            sent = await call(app, http(COLLECTION, authorization=f"Bearer {who}"))
-            return int(sent[0]["status"])
-
-        holders = [asyncio.create_task(one("holder")) for _ in range(2)]
-        await asyncio.sleep(0.01)
-        queued = asyncio.create_task(one("patient"))  # waits 0.2 s, then 429
-        await asyncio.sleep(0.01)
-        codes = {
-            "queue full": await one("late"),
-            "own limit": await one("holder"),  # the client's own seats: 429 at once
-            "waited out": await queued,
-        }
-        gate.open.set()
-        await asyncio.gather(*holders)
-        return codes
-
-    codes = asyncio.run(scenario())
-    assert codes == {"queue full": 429, "own limit": 429, "waited out": 429}
+    assert asyncio.run(scenario()) == 429

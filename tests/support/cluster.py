@@ -72,10 +72,6 @@ def worker_environment(
         env["REDIS_URL"] = redis_url
     env.update(
         NODUS_LOG_LEVEL="WARNING",
-        # One token stands for many clients in these tests: they are about what the workers
-        # serve, so the per-client seat pools (tests/security/test_overload.py) stay out of it.
-        NODUS_MAX_OTHERS_PER_CLIENT="0",
-        NODUS_MAX_LISTS_PER_CLIENT="0",
     )
     env.update(settings)
     return env

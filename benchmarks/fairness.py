@@ -1,0 +1,103 @@
+"""API Priority and Fairness under a greedy client: a polite client's latency, idle and while
+another client keeps 200 requests in flight (the target: its p99 within 2x its idle p99).
+
+Both are ordinary users (global-default), each a flow of its own; the greedy one's burst is
+queued fairly and its excess refused with 429 (it then waits Retry-After, as client-go does),
+which is counted and printed.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+import httpx
+
+from benchmarks.harness import Bench, Comparison, Timings, case, repeat
+
+GV = "/apis/nodus.dev/v1beta1"
+GREEDY_IN_FLIGHT = 200
+# The greedy client: N threads listing as fast as they are answered, waiting Retry-After on a
+# 429 as client-go does, until the stop file appears; then the counts by status.
+GREEDY = """
+import json, pathlib, sys, threading, httpx
+url, token, path, n, stop, out = sys.argv[1:7]
+stop, codes, lock = pathlib.Path(stop), {}, threading.Lock()
+def run():
+    with httpx.Client(base_url=url, headers={"Authorization": "Bearer " + token}, timeout=60) as c:
+        while not stop.exists():
+            a = c.get(path)
+            with lock:
+                codes[a.status_code] = codes.get(a.status_code, 0) + 1
+            if a.status_code == 429:
+                threading.Event().wait(float(a.headers.get("Retry-After", "1")))
+threads = [threading.Thread(target=run) for _ in range(int(n))]
+[t.start() for t in threads]
+[t.join() for t in threads]
+pathlib.Path(out).write_text(json.dumps(codes))
+"""
+
+
+def _user_token(name: str, namespace: str) -> str:
+    from django.contrib.auth import get_user_model
+
+    from runtimes.accounts.tokens import create_token
+    from runtimes.storage.models import Membership, Project, Role
+
+    user, _ = get_user_model().objects.get_or_create(username=name)
+    project = Project.objects.get(name=namespace)
+    Membership.objects.get_or_create(project=project, user=user, defaults={"role": Role.VIEWER})
+    return create_token(user, "bench")[1]
+
+
+@case("fairness")
+def fairness(bench: Bench) -> Iterable[Comparison]:
+    server = bench.context["server"]
+    collection = f"{GV}/namespaces/{server.namespace}/trainingruntimes"
+    polite_token = _user_token("bench-polite", server.namespace)
+    greedy_token = _user_token("bench-greedy", server.namespace)
+
+    def client(token: str) -> httpx.Client:
+        return httpx.Client(
+            base_url=server.url, headers={"Authorization": f"Bearer {token}"}, timeout=60
+        )
+
+    n = bench.repeat
+    with client(polite_token) as polite:
+        polite.get(collection).raise_for_status()
+        idle = repeat("polite GET list, idle", n, lambda _i: polite.get(collection))
+
+        # The greedy client runs in a process of its own, so its threads do not slow the
+        # polite client's measurements inside this one.
+        with tempfile.TemporaryDirectory() as work:
+            stop = Path(work) / "stop"
+            counts = Path(work) / "codes.json"
+            greedy = subprocess.Popen(
+                [sys.executable, "-c", GREEDY, server.url, greedy_token, collection,
+                 str(GREEDY_IN_FLIGHT), str(stop), str(counts)],
+            )  # fmt: skip
+            try:
+                time.sleep(2)  # the burst is under way
+                busy = repeat(
+                    "polite GET list, beside 200 greedy in flight",
+                    n,
+                    lambda _i: polite.get(collection),
+                )
+            finally:
+                stop.touch()
+                greedy.wait(timeout=120)
+            codes = json.loads(counts.read_text()) if counts.exists() else {}
+    ratio = busy.p99 / idle.p99 if idle.p99 else float("inf")
+    yield Comparison(
+        busy,
+        idle,
+        note=f"p99 ratio {ratio:.2f} (target <= 2); greedy answers by status: {codes}",
+    )
+    yield Comparison(
+        Timings("polite p99 beside the burst", [busy.p99]), Timings("idle p99", [idle.p99])
+    )

@@ -1,0 +1,118 @@
+"""Fair queuing: priority levels sharing seats, borrowing, shuffle-sharded queues, refusals."""
+
+from __future__ import annotations
+
+import asyncio
+
+from runtimes.api.fairqueuing import (
+    EXEMPT,
+    GLOBAL_DEFAULT,
+    WORKLOAD_HIGH,
+    Dispatcher,
+    Level,
+    Refused,
+    Ticket,
+)
+
+LEVELS = (Level(EXEMPT), Level(WORKLOAD_HIGH, shares=40), Level(GLOBAL_DEFAULT, shares=20))
+
+
+def dispatcher(seats: int = 6, wait: float = 5.0, queue_length: int = 4) -> Dispatcher:
+    levels = tuple(Level(lv.name, lv.shares, queue_length=queue_length) for lv in LEVELS)
+    return Dispatcher(levels, seats, wait)
+
+
+def test_levels_share_the_seats_by_their_shares() -> None:
+    d = dispatcher(seats=6)
+    assert (d.nominal(WORKLOAD_HIGH), d.nominal(GLOBAL_DEFAULT)) == (4, 2)
+
+
+def test_exempt_requests_are_never_queued_nor_counted_against_others() -> None:
+    async def scenario() -> list[object]:
+        d = dispatcher(seats=1)
+        return [await d.acquire(EXEMPT, "root") for _ in range(50)]
+
+    assert all(isinstance(t, Ticket) for t in asyncio.run(scenario()))
+
+
+def test_a_level_borrows_idle_seats_but_gives_way_to_a_waiting_level() -> None:
+    async def scenario() -> tuple[int, bool]:
+        d = dispatcher(seats=6)
+        held = [await d.acquire(GLOBAL_DEFAULT, f"u{i}") for i in range(6)]  # 2 own + 4 borrowed
+        assert all(isinstance(t, Ticket) for t in held)
+        high = asyncio.create_task(d.acquire(WORKLOAD_HIGH, "controller"))
+        more = asyncio.create_task(d.acquire(GLOBAL_DEFAULT, "u9"))
+        await asyncio.sleep(0.01)
+        d.release(held[0])  # the freed seat goes to the level waiting for its own share
+        await asyncio.sleep(0.01)
+        served_first = high.done() and not more.done()
+        for ticket in held[1:]:
+            d.release(ticket)  # type: ignore[arg-type]
+        await asyncio.gather(high, more)
+        return d.in_use(GLOBAL_DEFAULT), served_first
+
+    in_use, served_first = asyncio.run(scenario())
+    assert served_first
+    assert in_use == 1
+
+
+def test_a_full_queue_is_refused_at_once_and_a_long_wait_times_out() -> None:
+    async def scenario() -> tuple[Refused, Refused]:
+        d = dispatcher(seats=1, wait=0.1, queue_length=1)
+        holder = await d.acquire(GLOBAL_DEFAULT, "h")
+        await d.acquire(WORKLOAD_HIGH, "w")  # borrows nothing: one seat, held
+        # The flow's hand of 6 queues holds one each: the seventh waiter finds them full.
+        waiting = [asyncio.create_task(d.acquire(GLOBAL_DEFAULT, "g")) for _ in range(6)]
+        await asyncio.sleep(0.01)
+        full = await d.acquire(GLOBAL_DEFAULT, "g")
+        timed_out = await waiting[0]
+        await asyncio.gather(*waiting[1:])
+        assert isinstance(holder, Ticket)
+        assert isinstance(full, Refused)
+        assert isinstance(timed_out, Refused)
+        return full, timed_out
+
+    full, timed_out = asyncio.run(scenario())
+    assert full.reason == "queue-full"
+    assert timed_out.reason == "time-out"
+
+
+def test_another_flows_request_runs_before_a_greedy_flows_backlog() -> None:
+    async def scenario() -> list[str]:
+        d = dispatcher(seats=1, queue_length=50)
+        first = await d.acquire(GLOBAL_DEFAULT, "greedy")
+        assert isinstance(first, Ticket)
+        served: list[str] = []
+
+        async def one(flow: str) -> None:
+            ticket = await d.acquire(GLOBAL_DEFAULT, flow)
+            served.append(flow)
+            await asyncio.sleep(0)
+            d.release(ticket)  # type: ignore[arg-type]
+
+        tasks = [asyncio.create_task(one("greedy")) for _ in range(40)]
+        await asyncio.sleep(0.01)
+        tasks.append(asyncio.create_task(one("polite")))
+        await asyncio.sleep(0.01)
+        d.release(first)
+        await asyncio.gather(*tasks)
+        return served
+
+    served = asyncio.run(scenario())
+    # The greedy flow holds at most its hand of 6 queues; the polite one runs within 7 turns.
+    assert served.index("polite") <= 6, served[:10]
+
+
+def test_a_cancelled_waiter_leaves_its_queue_and_seats_stay_counted_right() -> None:
+    async def scenario() -> int:
+        d = dispatcher(seats=1)
+        held = await d.acquire(GLOBAL_DEFAULT, "a")
+        await d.acquire(WORKLOAD_HIGH, "b")
+        waiter = asyncio.create_task(d.acquire(GLOBAL_DEFAULT, "c"))
+        await asyncio.sleep(0.01)
+        waiter.cancel()
+        await asyncio.gather(waiter, return_exceptions=True)
+        d.release(held)  # type: ignore[arg-type]
+        return d.waiting(GLOBAL_DEFAULT) + d.in_use(GLOBAL_DEFAULT)
+
+    assert asyncio.run(scenario()) == 0
