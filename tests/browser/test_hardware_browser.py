@@ -110,7 +110,10 @@ def test_the_accelerators_page_is_in_the_navigation_and_says_what_an_estimate_is
     expect(page.locator("#estimate-basis-title")).to_have_text("What an estimate is based on")
     expect(page.locator(".estimate-basis")).to_contain_text("seconds")
     expect(page.locator(".accelerator-family").first).to_be_visible()
+    s.shot("accelerators")
     # A runtime measured on a class links to its Estimates tab.
     page.locator(".accelerator-variant a[href$='/estimates']").first.click()
     expect(page.locator("#runtime-tabs [aria-current=page]")).to_have_text("Estimates")
-    s.shot("accelerators")
+    phone = session_for("bob", viewport=PHONE)
+    phone.go("/accelerators")
+    phone.shot("accelerators-phone")
