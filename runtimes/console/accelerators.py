@@ -41,6 +41,13 @@ class VariantView:
     variant: Variant
     per_gpu_hour: str
     offerings: tuple[tuple[int, str, str], ...]  # (count, host shape, price per hour)
+    measured: int  # how many readable runtimes have a time for its class
+
+
+@dataclass(frozen=True)
+class ClassView:
+    name: str
+    variants: tuple[str, ...]
     runtimes: tuple[Measured, ...]
 
 
@@ -72,7 +79,8 @@ def measured_on(
     return sorted(found, key=lambda m: (m.namespace, m.name))
 
 
-def families(runtimes: list[Obj], accelerators: AcceleratorCatalog) -> list[dict[str, Any]]:
+def families(accelerators: AcceleratorCatalog, classes: list[ClassView]) -> list[dict[str, Any]]:
+    measured = {c.name: len(c.runtimes) for c in classes}
     result = []
     for family in accelerators.families.values():
         views = []
@@ -91,18 +99,51 @@ def families(runtimes: list[Obj], accelerators: AcceleratorCatalog) -> list[dict
                         )
                         for o in variant.offerings
                     ),
-                    tuple(measured_on(runtimes, variant.accelerator_class, accelerators)),
+                    measured.get(variant.accelerator_class, 0),
                 )
             )
         result.append({"family": family, "variants": views})
     return result
 
 
+def classes(runtimes: list[Obj], accelerators: AcceleratorCatalog) -> list[ClassView]:
+    """Each accelerator class (variants that train at the same speed share one), with the
+    runtimes measured on it: said once per class, not once per variant."""
+    return [
+        ClassView(
+            name,
+            tuple(v.id for v in accelerators.variants.values() if v.accelerator_class == name),
+            tuple(measured_on(runtimes, name, accelerators)),
+        )
+        for name in accelerators.classes
+    ]
+
+
+def matrix(by_class: list[ClassView]) -> list[tuple[str, str, list[str]]]:
+    """One row per runtime measured on any class: (project, name, its time on each class, per
+    step or else per task, "" where it has none), in the order of `by_class`."""
+    times: dict[tuple[str, str], dict[str, str]] = {}
+    for view in by_class:
+        for m in view.runtimes:
+            times.setdefault((m.namespace, m.name), {})[view.name] = (
+                f"{m.per_step}/step" if m.per_step else f"{m.per_task}/task"
+            )
+    return [
+        (namespace, name, [cells.get(view.name, "") for view in by_class])
+        for (namespace, name), cells in sorted(times.items())
+    ]
+
+
 @requires(READ_CATALOG)
 def accelerator_list(request: HttpRequest) -> HttpResponse:
     objects, _revision = readable_runtimes(request.user)
+    by_class = classes(objects, catalog())
     return render(
         request,
         "console/accelerators.html",
-        {"families": families(objects, catalog()), "classes": len(catalog().classes)},
+        {
+            "families": families(catalog(), by_class),
+            "classes": by_class,
+            "matrix": matrix(by_class),
+        },
     )

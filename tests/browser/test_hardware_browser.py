@@ -112,7 +112,7 @@ def test_the_accelerators_page_is_in_the_navigation_and_says_what_an_estimate_is
     expect(page.locator(".accelerator-family").first).to_be_visible()
     s.shot("accelerators")
     # A runtime measured on a class links to its Estimates tab.
-    page.locator(".accelerator-variant a[href$='/estimates']").first.click()
+    page.locator(".estimates-matrix a[href$='/estimates']").first.click()
     expect(page.locator("#runtime-tabs [aria-current=page]")).to_have_text("Estimates")
     phone = session_for("bob", viewport=PHONE)
     phone.go("/accelerators")
