@@ -98,6 +98,8 @@ def test_the_summary_stays_in_view_on_a_phone(session_for: Any) -> None:
     s.shot("parameters-phone-summary", full_page=False)
     summary.get_by_role("button", name="Create job").click()
     expect(page.locator("#create-job-result")).to_contain_text("Created job", timeout=10_000)
+    page.locator("#offerings").scroll_into_view_if_needed()
+    s.shot("parameters-phone-offerings", full_page=False)
 
 
 def test_the_accelerators_page_is_in_the_navigation_and_says_what_an_estimate_is(
