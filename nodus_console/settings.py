@@ -149,6 +149,7 @@ TEMPLATES = [
                 "django.contrib.messages.context_processors.messages",
                 "runtimes.console.context.console",
             ],
+            "builtins": ["runtimes.console.ages"],
         },
     },
 ]

@@ -319,13 +319,12 @@ def compare(request: HttpRequest) -> HttpResponse:
     problems: dict[str, str] = {}
     sides: dict[str, Side] = {}
     for key, raw in (("a", raw_a), ("b", raw_b)):
-        if not raw and key == "b" and raw_a:
-            continue  # the first visit from a runtime's page: choose the other side
+        if not raw:
+            continue  # not chosen yet (the first visit, or from a runtime's page): a picker
         try:
             sides[key] = resolve(request.user, raw)
         except CompareError as exc:
-            if raw or key == "a":
-                problems[key] = str(exc)
+            problems[key] = str(exc)
     shown: list[Section] = []
     if "a" in sides and "b" in sides:
         shown = sections(sides["a"], sides["b"])
@@ -431,4 +430,6 @@ def history_tab(request: HttpRequest, obj: Obj) -> dict[str, Any]:
         "following": following,
         "paged": before is not None,
         "window": f"{window():,}",
+        # The revision the runtime is at now: comparing it "with now" would compare it with itself.
+        "current": int(meta.get("resourceVersion") or 0),
     }

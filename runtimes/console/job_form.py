@@ -71,6 +71,7 @@ class JobField:
     numeric: bool = False
     unit: JobField | None = None  # the work's steps-or-tasks select beside its amount
     narrowed: bool = False  # its choices follow the model, method and quantization
+    groups: list[Any] | None = None  # a select's optgroups (label, choices), when it has them
     errors: list[str] = field(default_factory=list)
     fixes: list[str] = field(default_factory=list)
 

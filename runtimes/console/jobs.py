@@ -29,6 +29,7 @@ from runtimes.apimachinery.meta import Obj
 from runtimes.console import manifests, querylinks
 from runtimes.console.authorization import hidden, requires
 from runtimes.console.catalog import wants_partial
+from runtimes.console.conditions import job_problems
 from runtimes.console.filters import Sort, parse_sort, sort_choices, sort_rows
 from runtimes.registry import authorization
 from runtimes.registry.kinds import TRAINING_JOBS
@@ -57,6 +58,7 @@ class JobSummary:
     created: str
     seconds: float | None = None  # the compiled estimate's duration, unformatted
     cost_amount: float | None = None  # its cost in US dollars, unformatted
+    revision: int = 0  # its resourceVersion: which of two jobs created in one second is newer
 
     @property
     def row_id(self) -> str:
@@ -92,7 +94,13 @@ def summarize_job(obj: Obj) -> JobSummary:
         created=str(meta.get("creationTimestamp", "")),
         seconds=amount(seconds),
         cost_amount=amount(cost),
+        revision=_revision(meta.get("resourceVersion")),
     )
+
+
+def _revision(value: Any) -> int:
+    text = str(value or "")
+    return int(text) if text.isascii() and text.isdigit() and len(text) <= 18 else 0
 
 
 def amount(value: Any) -> float | None:
@@ -124,8 +132,10 @@ JOB_SORTS: dict[str, Sort[JobSummary]] = {
         "Cost", lambda j: (j.cost_amount or 0.0, j.name), lambda j: j.cost_amount is not None
     ),
     "phase": Sort("Phase", lambda j: (lifecycle(j.phase), j.name)),
-    "created": Sort("Created", lambda j: (j.created, j.name)),
+    # Ties within a second of creation: the later write first when newest first.
+    "created": Sort("Created", lambda j: (j.created, j.revision, j.name)),
 }
+NEWEST_FIRST = "-created"
 # The table's columns, in order: label, JOB_SORTS key, CSS class.
 JOB_COLUMNS: tuple[tuple[str, str | None, str], ...] = (
     ("Name", "name", ""),
@@ -182,7 +192,8 @@ def results_context(
 ) -> dict[str, Any]:
     """What the `results` partial draws for `query`: the page and the live push alike."""
     summaries = [summarize_job(o) for o in objects]
-    column, descending = parse_sort(query.get("sort"), JOB_SORTS)
+    # Newest first unless the address names an order: a job just created is at the top.
+    column, descending = parse_sort(query.get("sort") or NEWEST_FIRST, JOB_SORTS)
     sort = f"-{column}" if descending else column
     rows = sort_rows((s for s in summaries if matches(s, query)), sort, JOB_SORTS)
     # The headers link to the page's own address, which names its project in the path: the
@@ -250,6 +261,7 @@ def job_detail(request: HttpRequest, project: str, name: str) -> HttpResponse:
             for o in compiled.get("offerings") or []
         ],
         "can_edit": access.allowed(request.user, "update", project),
+        "problems": job_problems(obj),
     }
     return render(request, "console/jobs/detail.html", context)
 

@@ -42,8 +42,8 @@ from runtimes.console.job_form import (
     read_draft,
 )
 from runtimes.console.jobs import current_project
+from runtimes.console.offerings import ORDERS, accelerator_groups, offering_rows, order_of
 from runtimes.console.runtime_page import NO_SUCH_RUNTIME, load, page_context
-from runtimes.console.summaries import human_duration
 from runtimes.registry import authorization
 from runtimes.registry.kinds import TRAINING_RUNTIMES
 
@@ -99,17 +99,12 @@ def job_context(
     submitted = restored.submitted or "_submit" in data
     missing = [] if submitted else [e for e in compile_errors if e.reason == "FieldValueRequired"]
     unplaced = place_errors(fields, [e for e in compile_errors if e not in missing], draft_problems)
-    offerings = []
-    if compiled is not None:
-        for plan in compiled.offerings[:8]:
-            offerings.append(
-                {
-                    "plan": plan,
-                    "duration": human_duration(plan.seconds) if plan.seconds is not None else "",
-                    "cost": f"${plan.cost:,.2f}" if plan.cost is not None else "",
-                    "why": [r.message for r in plan.match.reasons],
-                }
-            )
+    order = order_of(data)
+    offerings = offering_rows(obj, compile_body, compiled, catalog(), order)
+    for f in fields:
+        if f.name == "accelerator" and f.choices is not None:
+            offered = [c.value for c in f.choices if c.value]
+            f.groups = accelerator_groups(offered, f.value, catalog())
     errors = summary.problems(form, fields, unplaced, restored.general)
     return {
         "form": form,
@@ -139,6 +134,10 @@ def job_context(
         "compiled": compiled,
         "compile_errors": compile_errors,
         "offerings": offerings,
+        "offer_order": order,
+        "offer_orders": ORDERS,
+        "cheapest": next((o for o in offerings if o.cheapest), None),
+        "fastest": next((o for o in offerings if o.fastest), None),
         "check_url": reverse("runtime-parameters-check", args=[meta["namespace"], meta["name"]]),
         "form_url": reverse("runtime-parameters-check", args=[meta["namespace"], meta["name"]])
         + "?render=form",

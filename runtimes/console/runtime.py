@@ -153,7 +153,20 @@ def manifest_yaml(obj: Obj) -> str:
 
 
 def yaml_tab(request: HttpRequest, obj: Obj) -> dict[str, Any]:
-    return {"manifest": manifest_yaml(obj)}
+    # managedFields are server-side apply's bookkeeping, often half the text: hidden unless
+    # asked for, as OpenShift's console does (the download keeps them).
+    shown = request.GET.get("managedFields") == "show"
+    managed = obj["metadata"].get("managedFields") or []
+    meta = (
+        obj["metadata"]
+        if shown
+        else {k: v for k, v in obj["metadata"].items() if k != "managedFields"}
+    )
+    return {
+        "manifest": manifest_yaml({**obj, "metadata": meta}),
+        "managed_fields_shown": shown,
+        "managed_field_count": len(managed),
+    }
 
 
 @requires(READ_RUNTIME, NO_SUCH_RUNTIME)

@@ -19,6 +19,7 @@ from runtimes.accounts import access
 from runtimes.apimachinery import errors
 from runtimes.apimachinery.meta import Obj
 from runtimes.console.authorization import hidden
+from runtimes.console.conditions import runtime_problems
 from runtimes.console.summaries import summarize
 from runtimes.registry import authorization
 from runtimes.registry.kinds import TRAINING_RUNTIMES
@@ -81,6 +82,7 @@ def page_context(
         "can_delete": access.allowed(user, "delete", project),
         "watch_query": urlencode({"namespace": project, "name": meta["name"], "tab": tab}),
         "revision": meta.get("resourceVersion", "0"),
+        "problems": runtime_problems(obj),
     }
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from runtimes.apimachinery.meta import Obj
 from runtimes.catalog.accelerators import AcceleratorCatalog, catalog
 from runtimes.catalog.matching import match_gpu
+from runtimes.registry.trainingjob.strategy import format_duration
 
 DESCRIPTION = "nodus.dev/description"  # the annotation the catalog shows under a runtime's name
 
@@ -29,19 +30,11 @@ class Fastest:
 
 
 def human_duration(seconds: float) -> str:
-    """Short and readable: 0.42 s, 12 s, 3 min 5 s, 2 h 10 min, 3 d 4 h."""
+    """The console's one duration format, kubectl's: 0.42s, 12s, 3m5s, 2h10m, 3d4h (a
+    TrainingJob's Duration column is written the same way)."""
     if seconds < 10:
-        return f"{seconds:.3g} s"
-    if seconds < 60:
-        return f"{seconds:.0f} s"
-    minutes, secs = divmod(round(seconds), 60)
-    if minutes < 60:
-        return f"{minutes} min {secs} s" if secs else f"{minutes} min"
-    hours, minutes = divmod(minutes, 60)
-    if hours < 48:
-        return f"{hours} h {minutes} min" if minutes else f"{hours} h"
-    days, hours = divmod(hours, 24)
-    return f"{days} d {hours} h" if hours else f"{days} d"
+        return f"{seconds:.3g}s"
+    return format_duration(seconds)
 
 
 @dataclass(frozen=True)

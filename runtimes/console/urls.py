@@ -6,6 +6,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import path
 
 from runtimes.console import (
+    accelerators,
     accounts,
     catalog,
     compare,
@@ -44,6 +45,7 @@ urlpatterns = [
     path("p/<str:project>/jobs", jobs.job_list, name="jobs"),
     path("p/<str:project>/jobs/<str:name>", jobs.job_detail, name="job"),
     path("compare", compare.compare, name="compare"),
+    path("accelerators", accelerators.accelerator_list, name="accelerators"),
     path("publish", publish.new, name="publish-new"),
     path("publish/check", publish.check, name="publish-check"),
     path("account/tokens", accounts.tokens, name="tokens"),

@@ -5,7 +5,7 @@
   "use strict";
 
   // Fields that are the form's bookkeeping for one request, not its state.
-  var TRANSIENT = { _shape: true, _choices: true, _op: true, _submit: true, csrfmiddlewaretoken: true };
+  var TRANSIENT = { _shape: true, _choices: true, _op: true, _submit: true, _offers: true, csrfmiddlewaretoken: true };
   var submitting = false;
   // The address takes the form's state once the user has changed something on this page: a
   // live update (the header's websocket push) does not rewrite the address of a fresh form.
@@ -110,5 +110,30 @@
     var label = document.querySelector("label[for='" + control.id + "']");
     (label || control).scrollIntoView({ block: "center" });
     control.focus({ preventScroll: true });
+  });
+})();
+
+// The hardware choice (templates/_partials/_offerings.html): "Plan on <variant>" makes that
+// offering the plan by choosing its variant in the Accelerator menu, and the form checks again.
+// The phone summary's Create job (_partials/_plan_summary.html) presses the panel's own button.
+(function () {
+  "use strict";
+  document.addEventListener("click", function (event) {
+    var target = event.target.closest && event.target.closest("[data-plan-accelerator], [data-press]");
+    if (!target) return;
+    if (target.dataset.press) {
+      var pressed = document.querySelector(target.dataset.press);
+      if (pressed && !pressed.disabled) pressed.click();
+      return;
+    }
+    var menu = document.getElementById("job-accelerator");
+    if (!menu) return;
+    var value = target.dataset.planAccelerator;
+    if (!Array.prototype.some.call(menu.options, function (o) { return o.value === value; })) {
+      menu.appendChild(new Option(value, value));
+    }
+    menu.value = value;
+    menu.dispatchEvent(new Event("input", { bubbles: true }));
+    menu.dispatchEvent(new Event("change", { bubbles: true }));
   });
 })();

@@ -17,12 +17,21 @@ pytestmark = pytest.mark.browser
 
 AXE = Path(__file__).resolve().parents[2] / "node_modules" / "axe-core" / "axe.min.js"
 RUNTIME = "/p/nodus/runtimes/sft-qwen3"
+# A job that compiles: the Parameters tab then shows its plan, offerings and phone summary.
+A_JOB = (
+    "job.model=Qwen%2FQwen3-0.6B&job.method=LoRA&job.data=hf%3A%2F%2Fdatasets%2Fnodus%2Falpaca"
+    "&job.amount=300"
+)
 PAGES = (
     "/",
     "/?project=demo&task=SFT",
     *(f"{RUNTIME}/{tab}" for tab, _ in TABS),
     "/publish",
+    f"{RUNTIME}/parameters?{A_JOB}",
+    f"{RUNTIME}/yaml?managedFields=show",
     "/compare?a=nodus/sft-qwen3&b=nodus/dpo-trl",
+    "/compare",
+    "/accelerators",
     "/p/demo/jobs",
     "/account/tokens",
     "/projects",

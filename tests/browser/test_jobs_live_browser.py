@@ -68,13 +68,13 @@ def test_a_search_lists_the_job_it_matches_and_not_the_other(session_for: Any) -
 
 def test_a_job_created_after_sorting_by_a_header_lands_in_sorted_order(session_for: Any) -> None:
     s = session_for("bob")
-    page = s.go("/p/demo/jobs")
+    page = s.go("/p/demo/jobs?sort=name")
     s.wait_live()
     for name in ("sorted-alpha", "sorted-zulu"):
         create_job(s.server, name)
     expect(page.locator("#job-demo-sorted-zulu")).to_be_visible(timeout=10_000)
 
-    # By name, ascending, by default: one click on the Name header reverses it.
+    # By name, ascending (newest first is the default): one click on the Name header reverses it.
     name_header = page.locator("th", has=page.locator("#sort-name"))
     expect(name_header).to_have_attribute("aria-sort", "ascending")
     page.click("#sort-name")

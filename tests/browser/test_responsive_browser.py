@@ -33,6 +33,11 @@ NOT_PAGES = {
     "kubeconfig": "POST only: a kubeconfig download",
 }
 JOB = "fits-a-phone"
+# A job that compiles: the Parameters tab then shows its plan, offerings and phone summary.
+A_JOB = (
+    "job.model=Qwen%2FQwen3-0.6B&job.method=LoRA&job.data=hf%3A%2F%2Fdatasets%2Fnodus%2Falpaca"
+    "&job.amount=300"
+)
 # Pages reached by a link on another page (their URL holds an id): "follow:PAGE|SELECTOR".
 FOLLOW = "follow:"
 
@@ -116,10 +121,19 @@ def pages(server: LiveServer, role: str | None) -> dict[str, list[str]]:
     runtimes = seeded if role == "root" else ["sft-qwen3"]
     found = {
         "catalog": ["/", "/?task=SFT"],
-        "compare": ["/compare?a=nodus/sft-qwen3&b=nodus/dpo-trl", "/compare?a=nodus/sft-qwen3"],
+        "compare": [
+            "/compare?a=nodus/sft-qwen3&b=nodus/dpo-trl",
+            "/compare?a=nodus/sft-qwen3",
+            "/compare",
+        ],
+        "accelerators": ["/accelerators"],
         "token-revoke": [f"{FOLLOW}/account/tokens|a[href$='/revoke']"],
         "runtime-default": [f"/p/nodus/runtimes/{runtimes[0]}"],
-        "runtime": [f"/p/nodus/runtimes/{n}/{tab}" for n in runtimes for tab, _ in TABS],
+        "runtime": [
+            *(f"/p/nodus/runtimes/{n}/{tab}" for n in runtimes for tab, _ in TABS),
+            f"/p/nodus/runtimes/sft-qwen3/parameters?{A_JOB}",
+            "/p/nodus/runtimes/sft-qwen3/yaml?managedFields=show",
+        ],
         "jobs": ["/p/demo/jobs"],
         "job": [f"/p/demo/jobs/{JOB}"],
         "tokens": ["/account/tokens"],

@@ -535,3 +535,36 @@ def test_it_prunes_what_the_label_selects(kc: Kc, tmp_path: Path) -> None:
     assert "trainingruntime.nodus.dev/prune-drop pruned" in pruned.stdout
     assert "NotFound" in failed(kubectl("get", "tr", "prune-drop")).stderr
     assert "prune-keep" in ok(kubectl("get", "tr", "-l", "app=pruned")).stdout
+
+
+def test_it_warns_about_a_missing_estimate_once_per_change_not_on_a_label(
+    kc: Kc, tmp_path: Path
+) -> None:
+    kubectl = kc()
+    # The H100 family reaches h100-94g, which the estimate has no time for.
+    manifest = runtime_manifest(
+        "warned",
+        requires={"data": True},
+        defaults={"resources": {"gpu": {"type": ["H100"], "count": 2}}},
+        estimate={"secondsPerStep": {"h100-80g": 0.5}},
+    )
+    created = ok(kubectl("create", "-f", write(tmp_path, manifest)))
+    assert "h100-94g" in created.stderr
+    labelled = ok(kubectl("label", "tr", "warned", "team=vision"))
+    assert "Warning" not in labelled.stderr, labelled.stderr
+    imaged = ok(
+        kubectl(
+            "patch",
+            "tr",
+            "warned",
+            "--type=merge",
+            "-p",
+            '{"spec": {"image": "' + OTHER_IMAGE + '"}}',
+        )
+    )
+    assert "Warning" not in imaged.stderr, imaged.stderr
+    # A change to the estimate is a change that causes it: the warning is said again.
+    patch = '{"spec": {"estimate": {"secondsPerStep": {"a100-80g": 1.2}}}}'
+    retimed = ok(kubectl("patch", "tr", "warned", "--type=merge", "-p", patch))
+    assert "Warning: spec.defaults.resources.gpu.type" in retimed.stderr
+    assert "h100-94g" in retimed.stderr

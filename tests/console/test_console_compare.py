@@ -106,7 +106,6 @@ def test_it_compares_a_revision_from_the_event_log_with_the_runtime_now(
         ("demo/sft-demo@12ab", "demo/sft-demo", "is not a revision number"),
         ("Demo!/x", "demo/sft-demo", "does not name a runtime"),
         ("demo/" + "a" * 400, "demo/sft-demo", "too long"),
-        ("", "demo/sft-demo", "Choose a runtime"),
     ],
 )
 def test_a_side_that_cannot_be_shown_is_a_field_error_that_leaks_nothing(
@@ -128,7 +127,21 @@ def test_the_chooser_offers_only_runtimes_the_caller_may_read(
     page = client_for(catalog_data["bob"]).get("/compare", {"a": "demo/sft-demo"}).content.decode()
     assert '<option value="demo/eval-demo">' in page
     assert "secret/hidden-runtime" not in page
-    assert client_for(catalog_data["bob"]).get("/compare").status_code == 400  # nothing chosen
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("query", [{}, {"a": ""}, {"b": "demo/sft-demo"}, {"a": "", "b": ""}])
+def test_nothing_chosen_yet_is_an_empty_state_with_two_pickers_not_an_error(
+    catalog_data: dict[str, Any], query: dict[str, str]
+) -> None:
+    response = client_for(catalog_data["bob"]).get("/compare", query)
+    assert response.status_code == 200
+    page = html.unescape(response.content.decode())
+    assert 'id="compare-empty"' in page
+    assert 'id="compare-a" name="a"' in page
+    assert 'id="compare-b" name="b"' in page
+    assert 'aria-invalid="true"' not in page
+    assert "<h2>Contract" not in page
 
 
 def test_anonymous_callers_are_sent_to_sign_in(client: Any, db: Any) -> None:

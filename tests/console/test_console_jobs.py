@@ -178,8 +178,8 @@ def test_the_jobs_page_sorts_by_a_column_header_kept_in_the_address(
     add_job(api, "alpha")
     add_job(api, "gamma")
     client = client_for(catalog_data["bob"])
-    body = client.get("/p/demo/jobs?phase=Pending").content.decode()
-    # By name by default: the Name header says so and offers the reverse order.
+    body = client.get("/p/demo/jobs?phase=Pending&sort=name").content.decode()
+    # By name: the Name header says so and offers the reverse order.
     assert job_rows(body) == ["alpha", "beta", "gamma"]
     name = header(body, "Name")
     assert 'aria-sort="ascending"' in name
@@ -215,7 +215,7 @@ def test_an_unknown_sort_on_the_jobs_page_is_by_name(catalog_data: Any, api: Any
     for name in ("beta", "alpha"):
         add_job(api, name)
     client = client_for(catalog_data["bob"])
-    for sort in ("bogus", "-bogus", "-", "", "name;drop", "-" * 5000):
+    for sort in ("bogus", "-bogus", "-", "name;drop", "-" * 5000):
         response = client.get("/p/demo/jobs", {"sort": sort})
         assert response.status_code == 200, sort
         body = response.content.decode()

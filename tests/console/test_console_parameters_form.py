@@ -58,7 +58,7 @@ def form_of(html: str) -> str:
 def state_of(html: str) -> QueryDict:
     """What the page's script writes into the address: every field but the bookkeeping."""
     data = form_fields(form_of(html))
-    for name in ("_shape", "_choices", "_op", "_submit"):
+    for name in ("_shape", "_choices", "_op", "_submit", "_offers"):
         data.pop(name, None)
     return data
 
@@ -322,7 +322,8 @@ def test_enums_and_preset_choices_are_selects(catalog_data: Any) -> None:
     assert options("job-quantization") == ["nf4"]
     assert manifest_of(html)["spec"]["quantization"] == "nf4"
     assert options("job-method") == ["", "Full", "LoRA", "QLoRA"]
-    # Accelerators: those the chosen preset's GPU request matches, families first.
+    # Accelerators: those the chosen preset's GPU request matches, grouped by family, each
+    # family's own choice first in its group.
     runtime = next(m for m in managed_catalog() if m["metadata"]["name"] == "sft-qwen3")
     preset = next(
         p
@@ -332,7 +333,10 @@ def test_enums_and_preset_choices_are_selects(catalog_data: Any) -> None:
     families = set(preset["resources"]["gpu"]["type"])
     offered = options("job-accelerator")
     assert offered[0] == ""
-    assert set(offered[1 : 1 + len(families)]) == families
+    block = re.search(r'<select id="job-accelerator".*?</select>', html, re.S).group(0)
+    groups = re.findall(r'<optgroup label="([^"]*)"><option value="([^"]*)"', block)
+    assert {label for label, _first in groups} == families
+    assert all(label == first for label, first in groups)
     full = page(client, urlencode({"job.model": "Qwen/Qwen3-0.6B", "job.method": "Full"}))
     block = re.search(r'<select id="job-quantization".*?</select>', full, re.S).group(0)
     assert re.findall(r'<option value="([^"]*)"', block) == [""]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from runtimes.registry.trainingruntime.validation import validate_spec
-from runtimes.registry.trainingruntime.warnings import spec_warnings
+from runtimes.registry.trainingruntime.warnings import spec_warnings, update_warnings
 from tests.invalid_manifests import base, merge_patch, stub_catalog
 
 CATALOG = stub_catalog()
@@ -94,3 +94,19 @@ def test_it_never_raises_on_modes_of_the_wrong_type() -> None:
     # are asked of any spec a caller has) raised TypeError.
     spec = merge_patch(base()["spec"], {"modes": 3})
     assert any(w.startswith("spec.estimate.secondsPerTask") for w in spec_warnings(spec, CATALOG))
+
+
+def test_an_update_is_warned_only_about_the_fields_it_changed() -> None:
+    spec = merge_patch(base()["spec"], {"estimate": {"secondsPerStep": {"h100-94g": None}}})
+    assert len(spec_warnings(spec, CATALOG)) == 2
+    # Unchanged spec (a label), or a change no warning is computed from (the image): silence.
+    assert update_warnings(spec, spec, CATALOG) == []
+    assert update_warnings({**spec, "image": "other"}, spec, CATALOG) == []
+    # The estimate or the presets changed: the warnings they cause are said again.
+    retimed = merge_patch(spec, {"estimate": {"secondsPerStep": {"a100-80g": 2.0}}})
+    assert update_warnings(retimed, spec, CATALOG) == spec_warnings(retimed, CATALOG)
+    assert len(update_warnings(retimed, spec, CATALOG)) == 2
+    moved = merge_patch(spec, {"presets": spec["presets"][:1]})
+    assert update_warnings(moved, {**spec, "presets": []}, CATALOG) == spec_warnings(moved, CATALOG)
+    # A create (no old spec) hears them all.
+    assert update_warnings(spec, None, CATALOG) == spec_warnings(spec, CATALOG)

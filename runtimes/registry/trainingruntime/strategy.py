@@ -20,6 +20,7 @@ from runtimes.registry.strategy import (
     custom_resource_warnings,
 )
 from runtimes.registry.trainingruntime import defaulting, schema, validation
+from runtimes.registry.trainingruntime.warnings import update_warnings
 
 
 def _status(obj: Obj) -> Obj:
@@ -52,7 +53,12 @@ class TrainingRuntimeStrategy(Strategy):
     def warnings(self, obj: Obj, old: Obj | None) -> list[str]:
         spec = obj.get("spec")
         found = custom_resource_warnings(obj, old)
-        return found + (validation.spec_warnings(spec, catalog()) if isinstance(spec, dict) else [])
+        if not isinstance(spec, dict):
+            return found
+        # An update is warned about what it changed: a label on a runtime whose estimate lacks
+        # a class prints nothing; a new preset or estimate says it again.
+        old_spec = old.get("spec") if old is not None else None
+        return found + update_warnings(spec, old_spec, catalog())
 
 
 class TrainingRuntimeStatusStrategy(StatusStrategy):

@@ -27,29 +27,63 @@ def _reachable_classes(gpu: dict[str, Any], catalog: AcceleratorCatalog) -> set[
     return set().union(*(classes_for(e, catalog, exact) for e in entries if isinstance(e, str)))
 
 
+# The spec fields each warning is computed from: a write that leaves them as they were is not
+# told again (a `kubectl label`, a new image), one that changes any of them is.
+_REQUIREMENTS = ("task", "requires")
+_TASK_TIMES = ("task", "estimate", "modes")
+_COVERAGE = ("task", "estimate", "presets", "defaults")
+
+
 def spec_warnings(spec: Any, catalog: AcceleratorCatalog) -> list[str]:
     """Soft problems: accepted specs that will probably not behave as their author expects."""
+    return [text for text, _causes in _tagged(spec, catalog)]
+
+
+def update_warnings(spec: Any, old_spec: Any, catalog: AcceleratorCatalog) -> list[str]:
+    """The warnings of a write: on an update, only those whose fields it changed (each is said
+    once per change that causes it, not on every write)."""
+    if not isinstance(old_spec, dict) or not isinstance(spec, dict):
+        return spec_warnings(spec, catalog)
+    return [
+        text
+        for text, causes in _tagged(spec, catalog)
+        if any(spec.get(key) != old_spec.get(key) for key in causes)
+    ]
+
+
+def _tagged(spec: Any, catalog: AcceleratorCatalog) -> list[tuple[str, tuple[str, ...]]]:
+    """Each warning with the top-level spec fields it is computed from."""
     if not isinstance(spec, dict):
         return []
     task = spec.get("task") if isinstance(spec.get("task"), str) else None
     requires = _dict(spec, "requires")
     estimate = _dict(spec, "estimate")
-    warnings: list[str] = []
+    warnings: list[tuple[str, tuple[str, ...]]] = []
     if task == "Distill" and requires.get("teacher") is not True:
         warnings.append(
-            "spec.requires.teacher: a Distill runtime learns from a teacher model; set "
-            "requires.teacher: true so every job names one"
+            (
+                "spec.requires.teacher: a Distill runtime learns from a teacher model; set "
+                "requires.teacher: true so every job names one",
+                _REQUIREMENTS,
+            )
         )
     if task in _DATA_TASKS and requires.get("data") is not True:
         warnings.append(
-            f"spec.requires.data: a {task} runtime trains on a dataset; set requires.data: true "
-            "so every job names one"
+            (
+                f"spec.requires.data: a {task} runtime trains on a dataset; set requires.data: "
+                "true so every job names one",
+                _REQUIREMENTS,
+            )
         )
     step_key = "secondsPerTask" if task == "Evaluate" else "secondsPerStep"
     if task == "Evaluate" and not _dict(estimate, "secondsPerTask"):
         warnings.append(
-            "spec.estimate.secondsPerTask: an Evaluate runtime without task times gives jobs no "
-            "expected duration; add the measured seconds per task for each accelerator class"
+            (
+                "spec.estimate.secondsPerTask: an Evaluate runtime without task times gives jobs "
+                "no expected duration; add the measured seconds per task for each accelerator "
+                "class",
+                _TASK_TIMES,
+            )
         )
     if (
         task not in (None, "Evaluate")
@@ -57,10 +91,14 @@ def spec_warnings(spec: Any, catalog: AcceleratorCatalog) -> list[str]:
         and not _lists(spec.get("modes"), "Evaluate")
     ):
         warnings.append(
-            "spec.estimate.secondsPerTask: only evaluation uses task times, and this runtime's "
-            "modes do not include Evaluate"
+            (
+                "spec.estimate.secondsPerTask: only evaluation uses task times, and this "
+                "runtime's modes do not include Evaluate",
+                _TASK_TIMES,
+            )
         )
-    warnings.extend(_estimate_coverage(spec, catalog, _dict(estimate, step_key), step_key))
+    coverage = _estimate_coverage(spec, catalog, _dict(estimate, step_key), step_key)
+    warnings.extend((text, _COVERAGE) for text in coverage)
     return warnings
 
 
