@@ -7,7 +7,6 @@ in-memory channel layer and the in-process controller. Scale-out sets ``DATABASE
 
 from __future__ import annotations
 
-import os
 import secrets
 from datetime import timedelta
 from pathlib import Path
@@ -16,19 +15,29 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 from csp.constants import NONE, SELF
 
+from nodus_console.declared import declare, flag
 from runtimes.accounts.privatefiles import private_database, private_dir, tighten, write_private
+
+HOSTS_DOC = "host names the console and API answer to, comma-separated; * for any"
+ORIGINS_DOC = "origins trusted for CSRF, comma-separated, for a public deployment"
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 # The data dir holds the database and the keys: 0700, and its secrets 0600 (privatefiles).
-DATA_DIR = private_dir(Path(os.environ.get("NODUS_DATA_DIR", BASE_DIR / ".data")).resolve())
-
-
-def _flag(name: str, default: bool = False) -> bool:
-    return os.environ.get(name, "1" if default else "0").lower() in {"1", "true", "yes", "on"}
+NODUS_DATA_DIR = declare(
+    "NODUS_DATA_DIR",
+    str,
+    str(BASE_DIR / ".data"),
+    "SQLite file, secret key, admin password, signing keys, OCI image layout",
+    shown="./.data",
+)
+DATA_DIR = private_dir(Path(NODUS_DATA_DIR).resolve())
+_SECRET_KEY = declare(
+    "DJANGO_SECRET_KEY", str, "", "sessions and CSRF", shown="generated into the data dir"
+)
 
 
 def _secret_key() -> str:
-    if key := os.environ.get("DJANGO_SECRET_KEY"):
+    if key := _SECRET_KEY:
         return key
     # Generated once and kept beside the data, so sessions and tokens survive restarts.
     path = DATA_DIR / "secret-key"
@@ -85,9 +94,11 @@ def _database(url: str) -> dict[str, object]:
 
 
 SECRET_KEY = _secret_key()
-DEBUG = _flag("DEBUG")
-ALLOWED_HOSTS = [h for h in os.environ.get("ALLOWED_HOSTS", "*").split(",") if h]
-CSRF_TRUSTED_ORIGINS = [o for o in os.environ.get("CSRF_TRUSTED_ORIGINS", "").split(",") if o]
+DEBUG = declare("DEBUG", flag, False, "Django debug pages")
+ALLOWED_HOSTS = [h for h in declare("ALLOWED_HOSTS", str, "*", HOSTS_DOC).split(",") if h]
+CSRF_TRUSTED_ORIGINS = [
+    o for o in declare("CSRF_TRUSTED_ORIGINS", str, "", ORIGINS_DOC).split(",") if o
+]
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -155,7 +166,15 @@ TEMPLATES = [
 ]
 
 DATABASES = {
-    "default": _database(os.environ.get("DATABASE_URL", f"sqlite:///{DATA_DIR / 'nodus.sqlite3'}"))
+    "default": _database(
+        declare(
+            "DATABASE_URL",
+            str,
+            f"sqlite:///{DATA_DIR / 'nodus.sqlite3'}",
+            "sqlite:////abs/path or postgres://user:pass@host:5432/db?conn_max_age=60",
+            shown="sqlite:///$NODUS_DATA_DIR/nodus.sqlite3",
+        )
+    )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Created 0600 before SQLite opens it; SQLite gives its -wal and -shm the same mode.
@@ -181,7 +200,13 @@ def channel_layers(redis_url: str) -> dict[str, Any]:
     }
 
 
-REDIS_URL = os.environ.get("REDIS_URL", "")
+REDIS_URL = declare(
+    "REDIS_URL",
+    str,
+    "",
+    "redis://127.0.0.1:6379/0: the channel layer workers share (watch nudges, live console); "
+    "unset, an in-memory one",
+)
 CHANNEL_LAYERS = channel_layers(REDIS_URL)
 
 LANGUAGE_CODE = "en-us"
@@ -197,7 +222,14 @@ STATICFILES_DIRS = [
 ]
 # `manage.py serve` collects into it (nodus_console.staticfiles.collect): hashed names, gzip
 # copies, a year's immutable caching. NODUS_STATIC_ROOT lets servers share one collect (tests).
-STATIC_ROOT = Path(os.environ.get("NODUS_STATIC_ROOT", DATA_DIR / "static")).resolve()
+NODUS_STATIC_ROOT = declare(
+    "NODUS_STATIC_ROOT",
+    str,
+    str(DATA_DIR / "static"),
+    "where serve collects the static files (hashed names, gzip copies)",
+    shown="$NODUS_DATA_DIR/static",
+)
+STATIC_ROOT = Path(NODUS_STATIC_ROOT).resolve()
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
@@ -223,7 +255,13 @@ CSRF_COOKIE_SAMESITE = "Lax"
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
-SECURE_HSTS_SECONDS = int(os.environ.get("NODUS_HSTS_SECONDS", 365 * 24 * 3600))
+NODUS_HSTS_SECONDS = declare(
+    "NODUS_HSTS_SECONDS",
+    int,
+    365 * 24 * 3600,
+    "Strict-Transport-Security max-age on answers over TLS; 0 sends none",
+)
+SECURE_HSTS_SECONDS = NODUS_HSTS_SECONDS
 # No script or style comes from anywhere but our static files: no inline <script>, no on*=
 # handlers, no style attributes (static/console/*.js and console.css hold them). 'self' in
 # connect-src also covers the console's websocket on the same host and port (ws: and wss:).
@@ -243,34 +281,93 @@ CONTENT_SECURITY_POLICY = {
 }
 
 # kube-apiserver's default --max-request-bytes is 3 MiB; bodies above it answer 413.
-NODUS_MAX_BODY_BYTES = int(os.environ.get("NODUS_MAX_BODY_BYTES", 3 * 1024 * 1024))
+NODUS_MAX_BODY_BYTES = declare(
+    "NODUS_MAX_BODY_BYTES",
+    int,
+    3 * 1024 * 1024,
+    "larger request bodies answer 413, as kube-apiserver's",
+)
 DATA_UPLOAD_MAX_MEMORY_SIZE = NODUS_MAX_BODY_BYTES
 
 # How many revisions the event log keeps before compaction (older ones answer 410 Expired).
-NODUS_EVENT_WINDOW = int(os.environ.get("NODUS_EVENT_WINDOW", 100_000))
+NODUS_EVENT_WINDOW = declare(
+    "NODUS_EVENT_WINDOW",
+    int,
+    100_000,
+    "revisions kept in the event log; older watch starts answer 410 Expired",
+)
 # Recent events each process keeps in memory for watchers; one that falls further behind is
 # closed with 410 and resumes from the log.
-NODUS_HUB_RING = int(os.environ.get("NODUS_HUB_RING", 4096))
+NODUS_HUB_RING = declare(
+    "NODUS_HUB_RING",
+    int,
+    4096,
+    "recent events each process keeps in memory for watches and for lists at older revisions",
+)
 # Lists are answered from each process's watch cache (runtimes.watch.cache), kept current by
 # the hub; off, every list reads SQL.
-NODUS_WATCH_CACHE = _flag("NODUS_WATCH_CACHE", default=True)
+NODUS_WATCH_CACHE = declare(
+    "NODUS_WATCH_CACHE",
+    flag,
+    True,
+    "answer lists from each process's in-memory watch cache (0: every list reads SQL)",
+)
 # With the cache on, the reads memory can answer are served on the event loop
 # (runtimes.api.loopreads); lists larger than NODUS_LIST_STREAM_BYTES stream item by item.
-NODUS_LOOP_READS = _flag("NODUS_LOOP_READS", default=True)
-NODUS_LIST_STREAM_BYTES = int(os.environ.get("NODUS_LIST_STREAM_BYTES", 256 * 1024))
-NODUS_WATCH_BOOKMARK_SECONDS = float(os.environ.get("NODUS_WATCH_BOOKMARK_SECONDS", 60))
+NODUS_LOOP_READS = declare(
+    "NODUS_LOOP_READS",
+    flag,
+    True,
+    'with the cache on, answer GETs, lists at resourceVersion "" or "0" and watch starts on the '
+    "event loop when memory can",
+)
+NODUS_LIST_STREAM_BYTES = declare(
+    "NODUS_LIST_STREAM_BYTES",
+    int,
+    256 * 1024,
+    "lists answered on the loop larger than this stream item by item, with their length up front",
+)
+NODUS_WATCH_BOOKMARK_SECONDS = declare(
+    "NODUS_WATCH_BOOKMARK_SECONDS",
+    float,
+    60.0,
+    "how often a watch that asked for bookmarks gets one",
+)
 # A watch without timeoutSeconds ends at a random point in this range (kube: 30 to 60 minutes).
 NODUS_WATCH_TIMEOUT_RANGE = tuple(
-    int(v) for v in os.environ.get("NODUS_WATCH_TIMEOUT_RANGE", "1800,3600").split(",")
+    int(v)
+    for v in declare(
+        "NODUS_WATCH_TIMEOUT_RANGE",
+        str,
+        "1800,3600",
+        "a watch without timeoutSeconds ends after a random time between these (seconds)",
+    ).split(",")
 )
-NODUS_ADMIN_USER = os.environ.get("NODUS_ADMIN_USER", "admin")
-NODUS_PUBLIC_URL = os.environ.get("NODUS_PUBLIC_URL", "")
+NODUS_ADMIN_USER = declare("NODUS_ADMIN_USER", str, "admin", "the platform admin made at start-up")
+NODUS_PUBLIC_URL = declare(
+    "NODUS_PUBLIC_URL",
+    str,
+    "",
+    "the API URL written into kubeconfigs (behind a TLS-terminating proxy: its URL); default "
+    "https://$HOST:$TLS_PORT",
+)
 # The in-process controller runs beside the web server unless this is off (scale-out runs
 # `manage.py runcontroller` instead).
-NODUS_EMBEDDED_CONTROLLER = _flag("NODUS_EMBEDDED_CONTROLLER", default=True)
+NODUS_EMBEDDED_CONTROLLER = declare(
+    "NODUS_EMBEDDED_CONTROLLER",
+    flag,
+    True,
+    "run the controller inside serve; 0 at scale (run manage.py runcontroller)",
+)
 # The controller's service account token (scale-out: `manage.py createtoken --user
 # system:serviceaccount:nodus:controller`); unset, the controller keeps one in DATA_DIR.
-NODUS_CONTROLLER_TOKEN = os.environ.get("NODUS_CONTROLLER_TOKEN", "")
+NODUS_CONTROLLER_TOKEN = declare(
+    "NODUS_CONTROLLER_TOKEN",
+    str,
+    "",
+    "the token the controller writes status with (its service account's); default: kept in "
+    "$NODUS_DATA_DIR/controller-token",
+)
 
 # Sign-in throttling (django-axes): after AXES_FAILURE_LIMIT failed sign-ins for one username from
 # one address, the console's and /admin's sign-in answer 429 with the lockout page until the
@@ -279,8 +376,17 @@ AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
-AXES_FAILURE_LIMIT = int(os.environ.get("NODUS_LOGIN_FAILURE_LIMIT", 5))
-AXES_COOLOFF_TIME = timedelta(minutes=float(os.environ.get("NODUS_LOGIN_COOLOFF_MINUTES", 15)))
+NODUS_LOGIN_FAILURE_LIMIT = declare(
+    "NODUS_LOGIN_FAILURE_LIMIT",
+    int,
+    5,
+    "failed sign-ins per username and address before a lockout",
+)
+NODUS_LOGIN_COOLOFF_MINUTES = declare(
+    "NODUS_LOGIN_COOLOFF_MINUTES", float, 15.0, "how long a sign-in lockout lasts", shown="15"
+)
+AXES_FAILURE_LIMIT = NODUS_LOGIN_FAILURE_LIMIT
+AXES_COOLOFF_TIME = timedelta(minutes=NODUS_LOGIN_COOLOFF_MINUTES)
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 # Trying again while locked out does not push the end of the lockout further away.
@@ -288,18 +394,51 @@ AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
 AXES_LOCKOUT_CALLABLE = "runtimes.console.signin.locked_out"
 # Failed bearer tokens per client address (runtimes.accounts.throttling): past the limit within
 # the window, 429 TooManyRequests with Retry-After.
-NODUS_TOKEN_FAILURE_LIMIT = int(os.environ.get("NODUS_TOKEN_FAILURE_LIMIT", 20))
-NODUS_TOKEN_FAILURE_WINDOW = float(os.environ.get("NODUS_TOKEN_FAILURE_WINDOW", 60))
+NODUS_TOKEN_FAILURE_LIMIT = declare(
+    "NODUS_TOKEN_FAILURE_LIMIT",
+    int,
+    20,
+    "failed bearer tokens per address within the window before 429",
+)
+NODUS_TOKEN_FAILURE_WINDOW = declare(
+    "NODUS_TOKEN_FAILURE_WINDOW",
+    float,
+    60.0,
+    "the window (seconds) failed bearer tokens are counted in",
+)
 # Open watches and websockets check their caller again after any access change (at most this long
 # after it, runtimes.watch.guard) and, whatever happened, every NODUS_STREAM_RECHECK_SECONDS.
 # A token's user and a caller's role, once found, are reused while access is unchanged and for
 # at most this long (runtimes.accounts.memo); 0 looks them up on every request.
-NODUS_ACCESS_CACHE_SECONDS = float(os.environ.get("NODUS_ACCESS_CACHE_SECONDS", 2.0))
+NODUS_ACCESS_CACHE_SECONDS = declare(
+    "NODUS_ACCESS_CACHE_SECONDS",
+    float,
+    2.0,
+    "a token's user and a caller's role are reused while access is unchanged, and at most this "
+    "long",
+)
 # When a token was last used is written at most once a minute per token, by a thread every this
 # many seconds (runtimes.accounts.tokens), never by the request; 0 writes it in the request.
-NODUS_TOKEN_TOUCH_SECONDS = float(os.environ.get("NODUS_TOKEN_TOUCH_SECONDS", 10.0))
-NODUS_STREAM_POLL_SECONDS = float(os.environ.get("NODUS_STREAM_POLL_SECONDS", 1.0))
-NODUS_STREAM_RECHECK_SECONDS = float(os.environ.get("NODUS_STREAM_RECHECK_SECONDS", 30))
+NODUS_TOKEN_TOUCH_SECONDS = declare(
+    "NODUS_TOKEN_TOUCH_SECONDS",
+    float,
+    10.0,
+    "a token's last use is written by a thread this often, never by the request; 0 writes it in "
+    "the request",
+)
+NODUS_STREAM_POLL_SECONDS = declare(
+    "NODUS_STREAM_POLL_SECONDS",
+    float,
+    1.0,
+    "how often each process reads the revocation epoch, so open streams end after an access change"
+    " made anywhere",
+)
+NODUS_STREAM_RECHECK_SECONDS = declare(
+    "NODUS_STREAM_RECHECK_SECONDS",
+    float,
+    30.0,
+    "open watches and websockets check their caller at least this often",
+)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -314,6 +453,9 @@ REST_FRAMEWORK = {
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
 }
 
+NODUS_LOG_LEVEL = declare(
+    "NODUS_LOG_LEVEL", str, "INFO", "one access-log line per request (with its request id) at INFO"
+)
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
@@ -322,7 +464,7 @@ LOGGING = {
     "loggers": {
         "nodus": {
             "handlers": ["console"],
-            "level": os.environ.get("NODUS_LOG_LEVEL", "INFO"),
+            "level": NODUS_LOG_LEVEL,
             "propagate": False,
         },
         "django.request": {"handlers": ["console"], "level": "ERROR", "propagate": False},
@@ -332,43 +474,173 @@ LOGGING = {
 # The verification controller (read by runtimes.controller.settings). Registries off the
 # allow-list are never contacted; images under registry.nodus.dev come from the local image
 # layout that `manage.py seed` fills. Trusted keys default to the key pair the seed generates.
-NODUS_REGISTRY_ALLOW = os.environ.get("NODUS_REGISTRY_ALLOW", "")
-NODUS_REGISTRY_CREDENTIALS = os.environ.get("NODUS_REGISTRY_CREDENTIALS", "")
+NODUS_REGISTRY_ALLOW = declare(
+    "NODUS_REGISTRY_ALLOW",
+    str,
+    "",
+    "registries the controller may contact (comma-separated; default: the local layout only)",
+)
+NODUS_REGISTRY_CREDENTIALS = declare(
+    "NODUS_REGISTRY_CREDENTIALS", str, "", "credentials for those registries"
+)
 # Seconds one registry request may take (connect and each read); past it, a transient error
 # that the controller retries with backoff.
-NODUS_REGISTRY_TIMEOUT = float(os.environ.get("NODUS_REGISTRY_TIMEOUT", 10))
-NODUS_TRUSTED_KEYS = os.environ.get("NODUS_TRUSTED_KEYS", str(DATA_DIR / "keys" / "cosign.pub"))
-NODUS_IMAGE_LAYOUT = os.environ.get("NODUS_IMAGE_LAYOUT", str(DATA_DIR / "oci-layout"))
-NODUS_CONTROLLER_RESYNC_SECONDS = float(os.environ.get("NODUS_CONTROLLER_RESYNC_SECONDS", 300))
+NODUS_REGISTRY_TIMEOUT = declare(
+    "NODUS_REGISTRY_TIMEOUT",
+    float,
+    10.0,
+    "seconds one registry request may take before the controller retries with backoff",
+)
+NODUS_TRUSTED_KEYS = declare(
+    "NODUS_TRUSTED_KEYS",
+    str,
+    str(DATA_DIR / "keys" / "cosign.pub"),
+    "cosign public keys for managed runtimes (comma-separated files)",
+    shown="$NODUS_DATA_DIR/keys/cosign.pub",
+)
+NODUS_IMAGE_LAYOUT = declare(
+    "NODUS_IMAGE_LAYOUT",
+    str,
+    str(DATA_DIR / "oci-layout"),
+    "the OCI image layout behind registry.nodus.dev",
+    shown="$NODUS_DATA_DIR/oci-layout",
+)
+NODUS_CONTROLLER_RESYNC_SECONDS = declare(
+    "NODUS_CONTROLLER_RESYNC_SECONDS", float, 300.0, "full resync period of the controller"
+)
 # Bounded controller work (runtimes.controller.loop): reconciles at once, the share of one core
 # they may use together, and the per-runtime backoff on registry trouble (1 s doubling to 5 min,
 # each delay shortened by up to a random quarter).
-NODUS_CONTROLLER_WORKERS = int(os.environ.get("NODUS_CONTROLLER_WORKERS", 2))
-NODUS_CONTROLLER_CPU_SHARE = float(os.environ.get("NODUS_CONTROLLER_CPU_SHARE", 0.2))
-NODUS_CONTROLLER_BACKOFF_SECONDS = float(os.environ.get("NODUS_CONTROLLER_BACKOFF_SECONDS", 1))
-NODUS_CONTROLLER_BACKOFF_MAX_SECONDS = float(
-    os.environ.get("NODUS_CONTROLLER_BACKOFF_MAX_SECONDS", 300)
+NODUS_CONTROLLER_WORKERS = declare("NODUS_CONTROLLER_WORKERS", int, 2, "reconciles at once")
+NODUS_CONTROLLER_CPU_SHARE = declare(
+    "NODUS_CONTROLLER_CPU_SHARE",
+    float,
+    0.2,
+    "the share of one core the controller's workers may use together",
 )
-NODUS_CONTROLLER_BACKOFF_JITTER = float(os.environ.get("NODUS_CONTROLLER_BACKOFF_JITTER", 0.25))
+NODUS_CONTROLLER_BACKOFF_SECONDS = declare(
+    "NODUS_CONTROLLER_BACKOFF_SECONDS",
+    float,
+    1.0,
+    "per-runtime retry on registry trouble: the first delay",
+)
+NODUS_CONTROLLER_BACKOFF_MAX_SECONDS = declare(
+    "NODUS_CONTROLLER_BACKOFF_MAX_SECONDS",
+    float,
+    300.0,
+    "per-runtime retry on registry trouble: the longest delay",
+)
+NODUS_CONTROLLER_BACKOFF_JITTER = declare(
+    "NODUS_CONTROLLER_BACKOFF_JITTER",
+    float,
+    0.25,
+    "each retry delay shortened by up to this random share",
+)
 # The controller's core/v1 Events: deleted when not seen again for NODUS_EVENTS_TTL_SECONDS
 # (kube's one-hour event TTL), and at most NODUS_EVENTS_PER_NAMESPACE per project.
-NODUS_EVENTS_TTL_SECONDS = float(os.environ.get("NODUS_EVENTS_TTL_SECONDS", 3600))
-NODUS_EVENTS_PER_NAMESPACE = int(os.environ.get("NODUS_EVENTS_PER_NAMESPACE", 1000))
+NODUS_EVENTS_TTL_SECONDS = declare(
+    "NODUS_EVENTS_TTL_SECONDS",
+    float,
+    3600.0,
+    "the controller's Events are deleted when not seen again for this long (kube's event TTL)",
+)
+NODUS_EVENTS_PER_NAMESPACE = declare(
+    "NODUS_EVENTS_PER_NAMESPACE",
+    int,
+    1000,
+    "at most this many Events per project; recording one more deletes the least recently seen",
+)
 # API Priority and Fairness (runtimes.api.flowcontrol, which says why these values): the seats
 # the priority levels share, a list's width in seats, each fair queue's length and the longest
 # wait for seats before 429, and the open watches a process holds.
-NODUS_FLOW_SEATS = int(os.environ.get("NODUS_FLOW_SEATS", 24))
-NODUS_FLOW_LIST_WIDTH = int(os.environ.get("NODUS_FLOW_LIST_WIDTH", 2))
-NODUS_FLOW_QUEUE_LENGTH = int(os.environ.get("NODUS_FLOW_QUEUE_LENGTH", 16))
-NODUS_FLOW_QUEUE_SECONDS = float(os.environ.get("NODUS_FLOW_QUEUE_SECONDS", 10))
-NODUS_MAX_WATCHES_INFLIGHT = int(os.environ.get("NODUS_MAX_WATCHES_INFLIGHT", 1000))
+NODUS_FLOW_SEATS = declare(
+    "NODUS_FLOW_SEATS", int, 24, "API Priority and Fairness: the seats the priority levels share"
+)
+NODUS_FLOW_LIST_WIDTH = declare(
+    "NODUS_FLOW_LIST_WIDTH", int, 2, "seats a list (or a watch's initial list) takes"
+)
+NODUS_FLOW_QUEUE_LENGTH = declare(
+    "NODUS_FLOW_QUEUE_LENGTH", int, 16, "requests at most waiting in one fair queue; past it, 429"
+)
+NODUS_FLOW_QUEUE_SECONDS = declare(
+    "NODUS_FLOW_QUEUE_SECONDS", float, 10.0, "the longest wait for seats; past it, 429"
+)
+NODUS_MAX_WATCHES_INFLIGHT = declare(
+    "NODUS_MAX_WATCHES_INFLIGHT",
+    int,
+    1000,
+    "open watches and websockets a process holds; past it, 429 (0: no bound)",
+)
 # Threads of the event loop's default executor (0: the lists the seats allow, plus 4).
 # API views run on this many long-lived threads that keep their database connections
 # (runtimes.api.viewpool); the in-process tests turn the pool off.
-NODUS_VIEW_POOL = True
-NODUS_VIEW_THREADS = int(os.environ.get("NODUS_VIEW_THREADS", 24))
-NODUS_ASGI_THREADS = int(os.environ.get("NODUS_ASGI_THREADS", 0))
+NODUS_VIEW_POOL = declare(
+    "NODUS_VIEW_POOL",
+    flag,
+    True,
+    "run API views on the long-lived pool of threads (0: on Django's thread per request)",
+)
+NODUS_VIEW_THREADS = declare(
+    "NODUS_VIEW_THREADS",
+    int,
+    24,
+    "long-lived threads that run API views and watch set-up, each keeping its database connection",
+)
+NODUS_ASGI_THREADS = declare(
+    "NODUS_ASGI_THREADS",
+    int,
+    0,
+    "threads of the event loop's executor (0: the lists the seats allow, plus 4)",
+)
 # SIGTERM to exit, at most (runtimes.api.draining).
-NODUS_SHUTDOWN_SECONDS = float(os.environ.get("NODUS_SHUTDOWN_SECONDS", 10))
+NODUS_SHUTDOWN_SECONDS = declare("NODUS_SHUTDOWN_SECONDS", float, 10.0, "SIGTERM to exit, at most")
 # How often (ms) threads hand over the interpreter lock in `serve` (Python's default: 5).
-NODUS_SWITCH_INTERVAL_MS = float(os.environ.get("NODUS_SWITCH_INTERVAL_MS", 1))
+NODUS_SWITCH_INTERVAL_MS = declare(
+    "NODUS_SWITCH_INTERVAL_MS",
+    float,
+    1.0,
+    "how often serve's threads hand over the interpreter lock (Python's default: 5)",
+)
+NODUS_CONTROLLER_POLL_SECONDS = declare(
+    "NODUS_CONTROLLER_POLL_SECONDS",
+    float,
+    1.0,
+    "how often the controller's loop looks for due work when nothing woke it",
+)
+NODUS_HEALTH_CHECK_TIMEOUT = declare(
+    "NODUS_HEALTH_CHECK_TIMEOUT", float, 2.0, "seconds each health check may take"
+)
+NODUS_READYZ_MAX_HUB_LAG = declare(
+    "NODUS_READYZ_MAX_HUB_LAG",
+    int,
+    1000,
+    "/readyz fails when the watch hub is further behind the event log",
+)
+NODUS_METRICS_ANONYMOUS = declare(
+    "NODUS_METRICS_ANONYMOUS", flag, False, "1 lets anyone scrape /metrics (docs/operations.md)"
+)
+# Read where they are used (the process environment of `serve`, the catalog's pure loader):
+# declared here so the documentation and the check of every variable read know them.
+declare(
+    "NODUS_ADMIN_PASSWORD",
+    str,
+    "",
+    "the platform admin's password",
+    shown="generated once, kept in the data dir",
+)
+declare(
+    "NODUS_ACCELERATORS_FILE",
+    str,
+    "",
+    "the accelerator catalog file",
+    shown="runtimes/data/accelerators.yaml",
+)
+declare("HOST", str, "127.0.0.1", "where manage.py serve listens (HTTP: console and API)")
+declare("PORT", int, 8000, "the HTTP port of manage.py serve")
+declare("TLS_PORT", int, 8443, "the HTTPS port serve opens for kubectl (self-signed)")
+declare(
+    "WORKERS",
+    int,
+    1,
+    "manage.py serve --workers N: N supervised worker processes behind the same two ports",
+)

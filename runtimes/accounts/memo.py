@@ -39,7 +39,7 @@ class EpochMemo:
 
     @staticmethod
     def ttl() -> float:
-        return float(getattr(settings, "NODUS_ACCESS_CACHE_SECONDS", 2.0))
+        return float(settings.NODUS_ACCESS_CACHE_SECONDS)
 
     def get(self, key: Hashable) -> Any:
         """The remembered value, or None."""

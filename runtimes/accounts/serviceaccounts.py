@@ -56,7 +56,7 @@ _TOKEN_LOCK = threading.Lock()
 
 def controller_token() -> str:
     """The controller's token: configured, kept in the data dir, or made (with the account)."""
-    configured = getattr(settings, "NODUS_CONTROLLER_TOKEN", "")
+    configured = settings.NODUS_CONTROLLER_TOKEN
     if configured:
         return str(configured)
     # The controller's threads (its reconcilers, its garbage collector) may ask at once: one

@@ -88,8 +88,8 @@ def limiter() -> FailureLimiter:
     with _limiter_lock:
         if _limiter is None:
             _limiter = FailureLimiter(
-                int(getattr(settings, "NODUS_TOKEN_FAILURE_LIMIT", FAILURE_LIMIT)),
-                float(getattr(settings, "NODUS_TOKEN_FAILURE_WINDOW", FAILURE_WINDOW_SECONDS)),
+                int(settings.NODUS_TOKEN_FAILURE_LIMIT),
+                float(settings.NODUS_TOKEN_FAILURE_WINDOW),
             )
         return _limiter
 

@@ -88,7 +88,7 @@ class _Touches:
 
     @staticmethod
     def every() -> float:
-        return float(getattr(settings, "NODUS_TOKEN_TOUCH_SECONDS", 10.0))
+        return float(settings.NODUS_TOKEN_TOUCH_SECONDS)
 
     def note(self, pk: int, when: datetime) -> None:
         if self.every() <= 0:

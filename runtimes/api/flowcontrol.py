@@ -95,11 +95,11 @@ class Limits:
     @classmethod
     def from_settings(cls) -> Limits:
         return cls(
-            seats=int(getattr(settings, "NODUS_FLOW_SEATS", 24)),
-            list_width=int(getattr(settings, "NODUS_FLOW_LIST_WIDTH", 2)),
-            queue_length=int(getattr(settings, "NODUS_FLOW_QUEUE_LENGTH", 16)),
-            queue_seconds=float(getattr(settings, "NODUS_FLOW_QUEUE_SECONDS", 10.0)),
-            watches=int(getattr(settings, "NODUS_MAX_WATCHES_INFLIGHT", 1000)),
+            seats=int(settings.NODUS_FLOW_SEATS),
+            list_width=int(settings.NODUS_FLOW_LIST_WIDTH),
+            queue_length=int(settings.NODUS_FLOW_QUEUE_LENGTH),
+            queue_seconds=float(settings.NODUS_FLOW_QUEUE_SECONDS),
+            watches=int(settings.NODUS_MAX_WATCHES_INFLIGHT),
         )
 
     def dispatcher(self) -> Dispatcher:
@@ -191,7 +191,7 @@ def is_long_running(scope: Scope) -> bool:
 def executor_threads() -> int:
     """The size of the event loop's default executor (watch set-up, event-log reads): as many
     lists as the seats allow, plus a reserve of 4, so the hub's reads always find a thread."""
-    configured = int(getattr(settings, "NODUS_ASGI_THREADS", 0))
+    configured = int(settings.NODUS_ASGI_THREADS)
     limits = Limits.from_settings()
     return configured or limits.seats // max(limits.list_width, 1) + EXECUTOR_RESERVE
 

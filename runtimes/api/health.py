@@ -11,19 +11,19 @@ from __future__ import annotations
 import asyncio
 import importlib
 import logging
-import os
 import uuid
 from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
 
 from asgiref.sync import sync_to_async
+from django.conf import settings
 
 log = logging.getLogger("nodus.health")
 
-CHECK_TIMEOUT_SECONDS = float(os.environ.get("NODUS_HEALTH_CHECK_TIMEOUT", "2"))
+CHECK_TIMEOUT_SECONDS = settings.NODUS_HEALTH_CHECK_TIMEOUT
 # A hub this many revisions behind the log serves watches too stale to be useful: the worker
 # takes itself out of the load balancer until it catches up.
-MAX_HUB_LAG = int(os.environ.get("NODUS_READYZ_MAX_HUB_LAG", "1000"))
+MAX_HUB_LAG = settings.NODUS_READYZ_MAX_HUB_LAG
 
 CheckFn = Callable[[], Awaitable[None]]
 

@@ -10,10 +10,10 @@ a scraper on a private network).
 from __future__ import annotations
 
 import ipaddress
-import os
 from typing import Any
 
 from asgiref.sync import sync_to_async
+from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
@@ -106,7 +106,7 @@ def _caller(request: HttpRequest) -> Any:
 
 
 def may_scrape(request: HttpRequest, caller: Any) -> bool:
-    if os.environ.get("NODUS_METRICS_ANONYMOUS", "").lower() in {"1", "true", "yes", "on"}:
+    if settings.NODUS_METRICS_ANONYMOUS:
         return True
     return _loopback(request) or bool(getattr(caller, "is_staff", False))
 

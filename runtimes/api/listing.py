@@ -120,7 +120,7 @@ def _cache_at(
     rt: ResourceType, ns: str | None, revision: int | None, label: tuple[str, str] | None
 ) -> CachedSnapshot | None:
     """The kind at `revision` (None: the latest) from this process's watch cache, if on."""
-    if not getattr(settings, "NODUS_WATCH_CACHE", False):
+    if not settings.NODUS_WATCH_CACHE:
         return None
     return hub.get_hub().cached(rt.key, ns, revision, label)
 
@@ -130,7 +130,7 @@ def _latest(
 ) -> Any:
     """The latest state, from the cache once it has applied `at_least` (None: the store's
     current revision, read now: a consistent read, KEP-2340), else from SQL."""
-    if getattr(settings, "NODUS_WATCH_CACHE", False):
+    if settings.NODUS_WATCH_CACHE:
         wanted = readstate.current_revision() if at_least is None else at_least
         if hub.get_hub().wait_for(wanted, WAIT_FOR_REVISION_SECONDS):
             cached = _cache_at(rt, ns, None, label)

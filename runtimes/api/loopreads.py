@@ -47,9 +47,7 @@ CHUNK_ITEMS = 64
 
 def enabled() -> bool:
     return bool(
-        getattr(settings, "NODUS_LOOP_READS", True)
-        and getattr(settings, "NODUS_WATCH_CACHE", False)
-        and getattr(settings, "NODUS_VIEW_POOL", True)
+        settings.NODUS_LOOP_READS and settings.NODUS_WATCH_CACHE and settings.NODUS_VIEW_POOL
     )
 
 
@@ -161,7 +159,7 @@ def _list(rt: ResourceType, namespace: str | None, opts: ListOptions) -> HttpRes
     texts: list[str] = page.items  # from the cache: always the stored JSON text
     size = sum(len(t) if t.isascii() else len(t.encode()) for t in texts)  # isascii is O(1)
     meta = page.list_meta()
-    if size < int(getattr(settings, "NODUS_LIST_STREAM_BYTES", STREAM_OVER_BYTES)):
+    if size < int(settings.NODUS_LIST_STREAM_BYTES):
         # DRF's renderer, as the pooled view writes it: stored text embedded as it is.
         items = [orjson.Fragment(t) for t in texts]
         return HttpResponse(_RENDERER.render(listing.render_list(rt, None, items, meta, "")))

@@ -29,7 +29,7 @@ from runtimes.watch.hub import run_db
 # long for a thread.
 
 _executor = ThreadPoolExecutor(
-    max_workers=int(getattr(settings, "NODUS_VIEW_THREADS", 24)), thread_name_prefix="nodus-view"
+    max_workers=int(settings.NODUS_VIEW_THREADS), thread_name_prefix="nodus-view"
 )
 
 
@@ -66,7 +66,7 @@ def pooled(view: Callable[..., HttpResponseBase]) -> Callable[..., Awaitable[Htt
 
     async def pooled_view(request: HttpRequest, **kwargs: Any) -> HttpResponseBase:
         response: HttpResponseBase
-        if getattr(settings, "NODUS_VIEW_POOL", True):
+        if settings.NODUS_VIEW_POOL:
             response = await _on_pool(_rendered, (view, request, kwargs))
         else:
             response = await inline(view, request, kwargs)
@@ -84,6 +84,6 @@ def pooled(view: Callable[..., HttpResponseBase]) -> Callable[..., Awaitable[Htt
 async def run(fn: Callable[..., Any], *args: Any) -> Any:
     """A database call from async code (a watch's set-up) on the pool, its connection kept; off,
     on a thread of its own that closes its connection (`watch.hub.run_db`)."""
-    if not getattr(settings, "NODUS_VIEW_POOL", True):
+    if not settings.NODUS_VIEW_POOL:
         return await run_db(fn, *args)
     return await _on_pool(fn, args)

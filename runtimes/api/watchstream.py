@@ -68,7 +68,7 @@ class WatchPlan:
     def timeout(self) -> float:
         if self.opts.timeout_seconds:
             return float(self.opts.timeout_seconds)
-        low, high = getattr(settings, "NODUS_WATCH_TIMEOUT_RANGE", DEFAULT_TIMEOUT)
+        low, high = settings.NODUS_WATCH_TIMEOUT_RANGE
         return random.uniform(float(low), float(high))
 
 
@@ -265,7 +265,7 @@ async def watch_events(plan: WatchPlan) -> AsyncIterator[Obj | orjson.Fragment]:
         yield encoder.bookmark(plan.start_after, initial_end=True)
     selection = plan.opts.selection
     bookmarks = plan.opts.allow_bookmarks
-    every = float(getattr(settings, "NODUS_WATCH_BOOKMARK_SECONDS", BOOKMARK_SECONDS))
+    every = float(settings.NODUS_WATCH_BOOKMARK_SECONDS)
     next_bookmark = loop.time() + every
     guard = plan.guard
     async with hub.subscribe(

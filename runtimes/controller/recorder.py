@@ -113,13 +113,13 @@ class EventRecorder:
         self.ttl = timedelta(
             seconds=ttl_seconds
             if ttl_seconds is not None
-            else float(getattr(settings, "NODUS_EVENTS_TTL_SECONDS", TTL_SECONDS))
+            else float(settings.NODUS_EVENTS_TTL_SECONDS)
         )
         self.per_namespace = max(
             1,
             per_namespace
             if per_namespace is not None
-            else int(getattr(settings, "NODUS_EVENTS_PER_NAMESPACE", PER_NAMESPACE)),
+            else int(settings.NODUS_EVENTS_PER_NAMESPACE),
         )
         self.instance = socket.gethostname()[:128]
 

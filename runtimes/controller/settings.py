@@ -114,25 +114,23 @@ def from_django() -> ControllerSettings:
     from django.conf import settings
 
     data_dir = Path(settings.DATA_DIR)
-    allowed = split_list(getattr(settings, "NODUS_REGISTRY_ALLOW", ""))
+    allowed = split_list(settings.NODUS_REGISTRY_ALLOW)
     # Unset means the embedded default's own key; set to "" to trust no key at all.
-    keys = split_list(
-        getattr(settings, "NODUS_TRUSTED_KEYS", str(default_key_dir(data_dir) / "cosign.pub"))
-    )
+    keys = split_list(settings.NODUS_TRUSTED_KEYS)
     return ControllerSettings(
         registry=RegistrySettings(
             allowed_registries=frozenset(allowed),
-            credentials=load_credentials(getattr(settings, "NODUS_REGISTRY_CREDENTIALS", "")),
+            credentials=load_credentials(settings.NODUS_REGISTRY_CREDENTIALS),
             timeout=float(settings.NODUS_REGISTRY_TIMEOUT),
         ),
-        layout_root=Path(getattr(settings, "NODUS_IMAGE_LAYOUT", "") or data_dir / "oci-layout"),
+        layout_root=Path(settings.NODUS_IMAGE_LAYOUT or data_dir / "oci-layout"),
         trusted_key_paths=tuple(Path(os.path.expanduser(key)) for key in keys),
-        resync_seconds=float(getattr(settings, "NODUS_CONTROLLER_RESYNC_SECONDS", 300)),
-        poll_seconds=float(getattr(settings, "NODUS_CONTROLLER_POLL_SECONDS", 1.0)),
-        backoff_base=float(getattr(settings, "NODUS_CONTROLLER_BACKOFF_SECONDS", 1.0)),
-        backoff_max=float(getattr(settings, "NODUS_CONTROLLER_BACKOFF_MAX_SECONDS", 300)),
-        backoff_jitter=float(getattr(settings, "NODUS_CONTROLLER_BACKOFF_JITTER", 0.25)),
-        workers=int(getattr(settings, "NODUS_CONTROLLER_WORKERS", 2)),
-        cpu_share=float(getattr(settings, "NODUS_CONTROLLER_CPU_SHARE", 0.2)),
+        resync_seconds=float(settings.NODUS_CONTROLLER_RESYNC_SECONDS),
+        poll_seconds=float(settings.NODUS_CONTROLLER_POLL_SECONDS),
+        backoff_base=float(settings.NODUS_CONTROLLER_BACKOFF_SECONDS),
+        backoff_max=float(settings.NODUS_CONTROLLER_BACKOFF_MAX_SECONDS),
+        backoff_jitter=float(settings.NODUS_CONTROLLER_BACKOFF_JITTER),
+        workers=int(settings.NODUS_CONTROLLER_WORKERS),
+        cpu_share=float(settings.NODUS_CONTROLLER_CPU_SHARE),
         lock_path=data_dir / "controller.lock",
     )

@@ -43,7 +43,7 @@ def oldest_resumable() -> int:
 
 
 def window() -> int:
-    return max(int(getattr(settings, "NODUS_EVENT_WINDOW", 100_000)), 1)
+    return max(int(settings.NODUS_EVENT_WINDOW), 1)
 
 
 def is_expired(revision: int) -> bool:

@@ -112,10 +112,8 @@ class StreamGuard:
     ) -> None:
         self.credential = credential
         self.recheck = recheck
-        self.every = float(
-            every if every is not None else getattr(settings, "NODUS_STREAM_RECHECK_SECONDS", 30)
-        )
-        self.poll = float(getattr(settings, "NODUS_STREAM_POLL_SECONDS", POLL_SECONDS))
+        self.every = float(every if every is not None else settings.NODUS_STREAM_RECHECK_SECONDS)
+        self.poll = float(settings.NODUS_STREAM_POLL_SECONDS)
         self.epoch = revocation.current()
         self.checked_at = time.monotonic()
         # Other processes announce their access changes through this process's nudger: make

@@ -80,7 +80,7 @@ class TooSlow(Exception):
 
 class Hub:
     def __init__(self, ring_size: int | None = None, poll_seconds: float = POLL_SECONDS) -> None:
-        self.ring_size = ring_size or int(getattr(settings, "NODUS_HUB_RING", 4096))
+        self.ring_size = ring_size or int(settings.NODUS_HUB_RING)
         self.poll_seconds = poll_seconds
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
@@ -94,7 +94,7 @@ class Hub:
         self._stop = threading.Event()
         # Every stored object at `last`, applied under `_lock` with the ring (watch.cache).
         self.cache = WatchCache()
-        self.with_cache = bool(getattr(settings, "NODUS_WATCH_CACHE", False))
+        self.with_cache = bool(settings.NODUS_WATCH_CACHE)
 
     # -- lifecycle -------------------------------------------------------------------------
 

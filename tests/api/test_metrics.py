@@ -102,7 +102,7 @@ def test_it_reports_the_event_log_revision(api: Callable[[str | None], ApiClient
 
 
 def test_it_lets_only_loopback_or_staff_scrape(
-    api: Callable[[str | None], ApiClient], monkeypatch: pytest.MonkeyPatch
+    api: Callable[[str | None], ApiClient], settings: Any
 ) -> None:
     remote = {"REMOTE_ADDR": "10.1.2.3"}
     refused = Client().get("/metrics", **remote)
@@ -116,7 +116,7 @@ def test_it_lets_only_loopback_or_staff_scrape(
     root = api("root")
     assert root.client.get("/metrics", headers=root.headers, **remote).status_code == 200
     assert Client().get("/metrics", REMOTE_ADDR="::1").status_code == 200
-    monkeypatch.setenv("NODUS_METRICS_ANONYMOUS", "1")
+    settings.NODUS_METRICS_ANONYMOUS = True
     assert Client().get("/metrics", **remote).status_code == 200
 
 
