@@ -14,6 +14,7 @@ from runtimes.catalog.accelerators import (
     accelerator_objects,
     parse_catalog,
 )
+from tests.support.catalogs import small_catalog_data
 
 SHIPPED_IDS = {
     "h100-80g-sxm",
@@ -29,32 +30,6 @@ SHIPPED_IDS = {
     "rtx-4090-24g",
     "mi300x-192g-oam",
 }
-
-
-def small_catalog_data() -> dict:
-    return {
-        "families": [
-            {
-                "name": "H100",
-                "vendor": "NVIDIA",
-                "variants": [
-                    {
-                        "id": "h100-80g-sxm",
-                        "memory": "80Gi",
-                        "nvlink": True,
-                        "interconnect": "NVLink",
-                        "acceleratorClass": "h100-80g",
-                        "offerings": [
-                            {"count": 1, "cpu": "26", "memory": "225Gi", "disk": "1Ti",
-                             "pricePerHour": 3.0},
-                            {"count": 8, "cpu": "208", "memory": "1800Gi", "disk": "8Ti",
-                             "pricePerHour": 24.0},
-                        ],
-                    }
-                ],
-            }
-        ]
-    }  # fmt: skip
 
 
 @pytest.fixture

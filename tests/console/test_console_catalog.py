@@ -9,15 +9,11 @@ import pytest
 from django.test import Client
 
 from tests.support.api import runtime_manifest
-from tests.support.console import client_for, put_runtime
+from tests.support.console import client_for, put_runtime, row_ids
 
 pytestmark = pytest.mark.django_db
 
 FACET_COUNT = r'value="{}"[^>]*>\s*<span class="facet-name">{}</span> <span class="count">{}<'
-
-
-def row_ids(body: str) -> list[str]:
-    return re.findall(r'<tr id="(tr-[^"]+)"', body)
 
 
 def test_it_redirects_anonymous_users_to_login() -> None:

@@ -16,9 +16,8 @@ from runtimes.console.live import Watch, fragments
 from runtimes.registry.kinds import TRAINING_JOBS
 from runtimes.storage import store
 from runtimes.watch.hub import HubEvent
-from tests.console.test_console_querylinks import header, query_of
-from tests.support.api import GV, ApiClient, job_manifest
-from tests.support.console import client_for, form_fields
+from tests.support.api import GV, ApiClient
+from tests.support.console import add_job, client_for, form_fields, header, query_of
 
 pytestmark = pytest.mark.django_db
 SFT = "/p/nodus/runtimes/sft-qwen3"
@@ -73,14 +72,6 @@ def test_only_editors_get_the_create_button(catalog_data: Any) -> None:
     assert 'data-body="{&quot;apiVersion&quot;:&quot;nodus.dev/v1beta1&quot;' in alice
     bob = filled(client_for(catalog_data["bob"]))
     assert "data-create-job" not in bob
-
-
-def add_job(api: Any, name: str, **spec: Any) -> dict[str, Any]:
-    """alice creates a job of sft-qwen3 in demo (`spec` on top of `job_manifest`'s)."""
-    response = api("alice").post(f"{GV}/namespaces/demo/trainingjobs", job_manifest(name, **spec))
-    assert response.status_code == 201, response.json_body
-    created: dict[str, Any] = response.json_body
-    return created
 
 
 def test_the_jobs_page_lists_and_filters_a_projects_jobs(catalog_data: Any, api: Any) -> None:

@@ -17,9 +17,7 @@ from channels.testing import WebsocketCommunicator
 
 from runtimes.registry.kinds import TRAINING_JOBS
 from runtimes.storage import compaction, store
-from tests.console.test_console_jobs import add_job
-from tests.console.test_console_live import connect, receive_until
-from tests.support.console import client_for
+from tests.support.console import add_job, client_for, connect, receive_until
 
 pytestmark = [
     pytest.mark.django_db(transaction=True, serialized_rollback=True),

@@ -6,40 +6,24 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
 from typing import Any
 
 import pytest
 from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
-from django.test import Client
 
-from nodus_console.asgi import application
 from runtimes.console.live import missed_notice
 from runtimes.console.summaries import DESCRIPTION
 from runtimes.registry.kinds import TRAINING_RUNTIMES
 from runtimes.storage import compaction, store
 from runtimes.storage.models import Project
 from tests.support.api import runtime_manifest
-from tests.support.console import client_for, put_runtime
+from tests.support.console import client_for, connect, put_runtime, receive_until
 
 pytestmark = [
     pytest.mark.django_db(transaction=True, serialized_rollback=True),
     pytest.mark.usefixtures("revision_counter"),
 ]
-
-
-def session_cookie(user: Any) -> bytes:
-    client = Client()
-    client.force_login(user)
-    return f"sessionid={client.cookies['sessionid'].value}".encode()
-
-
-async def connect(user: Any | None, origin: bytes = b"http://testserver") -> WebsocketCommunicator:
-    headers = [(b"host", b"testserver"), (b"origin", origin)]
-    if user is not None:
-        headers.append((b"cookie", await sync_to_async(session_cookie)(user)))
-    return WebsocketCommunicator(application, "/ws/console", headers=headers)
 
 
 async def watch(socket: WebsocketCommunicator, view: str, query: str, ids: list[str]) -> None:
@@ -79,15 +63,6 @@ def facet_count(results: str, facet: str, value: str) -> int:
         results,
     )
     return int(found.group(1)) if found else 0
-
-
-async def receive_until(socket: WebsocketCommunicator, wanted: Callable[[str], bool]) -> str:
-    """The first push for which `wanted` holds (a write may reach the page over two pushes)."""
-    for _ in range(10):
-        message = await socket.receive_from(timeout=5)
-        if wanted(message):
-            return message
-    raise AssertionError("no such push")
 
 
 def set_phase(name: str, phase: str) -> None:

@@ -6,12 +6,10 @@ from __future__ import annotations
 import re
 from html import unescape
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from tests.console.test_console_catalog import row_ids
-from tests.support.console import client_for
+from tests.support.console import client_for, header, query_of, row_ids
 
 pytestmark = pytest.mark.django_db
 
@@ -22,18 +20,6 @@ def chips(body: str) -> dict[str, str]:
         r'<a href="([^"]*)" class="chip-clear" data-chip-clear aria-label="([^"]*)"', body
     )
     return {unescape(label): unescape(href) for href, label in found}
-
-
-def query_of(href: str) -> dict[str, list[str]]:
-    return parse_qs(urlsplit(href).query)
-
-
-def header(body: str, label: str) -> str:
-    """The <th> of the column `label`."""
-    for th in re.findall(r"<th scope=\"col\"[^>]*>.*?</th>", body):
-        if re.sub(r"<[^>]+>", "", th) == label:
-            return th
-    raise AssertionError(f"no column {label!r}")
 
 
 def test_it_shows_a_chip_per_active_filter_that_clears_only_it(catalog_data: Any) -> None:

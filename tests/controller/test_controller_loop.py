@@ -8,14 +8,12 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
-from django.db import OperationalError
 
 from runtimes.controller.loop import Controller
 from runtimes.controller.oci.layout import REF_NAME
@@ -28,8 +26,11 @@ from tests.support.controller import (
     create_runtime,
     make_world,
     publish,
+    retrying,
+    running,
     status_of,
     verified,
+    wait_for,
 )
 from tests.support.registry import RunningRegistry, restart
 
@@ -50,44 +51,6 @@ def fresh_hub() -> Iterator[None]:
 @pytest.fixture
 def world(tmp_path: Path) -> World:
     return make_world(tmp_path)
-
-
-@contextmanager
-def running(controller: Controller) -> Iterator[Controller]:
-    stop = threading.Event()
-    thread = threading.Thread(target=controller.run, args=(stop,), daemon=True)
-    thread.start()
-    try:
-        yield controller
-    finally:
-        stop.set()
-        thread.join(10)
-    assert not thread.is_alive(), "the controller did not stop within 10 s"
-
-
-def retrying(action: Callable[[], Any]) -> Any:
-    """Runs a store call of the test thread, again if SQLite says "table is locked".
-
-    The test database is SQLite in shared-cache memory, where two threads' statements collide
-    at once instead of waiting as they do on a WAL file; the controller retries such errors
-    itself (with backoff), and the test thread does it here.
-    """
-    for _attempt in range(100):
-        try:
-            return action()
-        except OperationalError:
-            time.sleep(0.02)
-    return action()
-
-
-def wait_for(predicate: Callable[[], bool], timeout: float = 10.0) -> float:
-    """Seconds until ``predicate`` held; fails the test after ``timeout``."""
-    start = time.monotonic()
-    while not predicate():
-        if time.monotonic() - start > timeout:
-            pytest.fail(f"not true within {timeout} s")
-        time.sleep(0.02)
-    return time.monotonic() - start
 
 
 def phase(namespace: str, name: str) -> str | None:

@@ -15,9 +15,16 @@ from runtimes.controller.reconcile import runtime_type
 from runtimes.storage import store
 from runtimes.storage.models import Project
 from runtimes.watch import hub
-from tests.controller.test_controller_loop import retrying, running, wait_for
 from tests.invalid_manifests import base
-from tests.support.controller import LAYOUT_REGISTRY, World, make_world, publish
+from tests.support.controller import (
+    LAYOUT_REGISTRY,
+    World,
+    make_world,
+    publish,
+    retrying,
+    running,
+    wait_for,
+)
 
 JOB: dict[str, Any] = {
     "apiVersion": "nodus.dev/v1beta1",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from runtimes.catalog.accelerators import accelerator_objects, parse_catalog
 from runtimes.registry.accelerator.strategy import ACCELERATOR_COLUMNS, table_row
-from tests.catalog.test_accelerators import small_catalog_data
+from tests.support.catalogs import small_catalog_data
 
 
 def test_it_fills_the_columns_kubectl_prints_from_the_variant() -> None:

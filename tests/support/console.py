@@ -6,17 +6,24 @@ The `catalog_data` fixture built from them lives in tests/console/conftest.py.""
 from __future__ import annotations
 
 import copy
+import re
+from collections.abc import Callable
 from html import unescape
 from html.parser import HTMLParser
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
+from asgiref.sync import sync_to_async
+from channels.testing import WebsocketCommunicator
 from django.http import QueryDict
 from django.test import Client
 
+from nodus_console.asgi import application
 from runtimes.apimachinery.meta import Obj
 from runtimes.registry.kinds import TRAINING_RUNTIMES
 from runtimes.registry.seeding import MANAGED_CATALOG, load_manifests
 from runtimes.storage import store
+from tests.support.api import GV, job_manifest
 
 
 def put_runtime(namespace: str, manifest: Obj, phase: str | None = None) -> Obj:
@@ -107,3 +114,49 @@ def form_fields(html: str, **changes: str | list[str] | None) -> QueryDict:
         else:
             data[name] = value
     return data
+
+
+def row_ids(body: str) -> list[str]:
+    return re.findall(r'<tr id="(tr-[^"]+)"', body)
+
+
+def query_of(href: str) -> dict[str, list[str]]:
+    return parse_qs(urlsplit(href).query)
+
+
+def header(body: str, label: str) -> str:
+    """The <th> of the column `label`."""
+    for th in re.findall(r"<th scope=\"col\"[^>]*>.*?</th>", body):
+        if re.sub(r"<[^>]+>", "", th) == label:
+            return th
+    raise AssertionError(f"no column {label!r}")
+
+
+def add_job(api: Any, name: str, **spec: Any) -> dict[str, Any]:
+    """alice creates a job of sft-qwen3 in demo (`spec` on top of `job_manifest`'s)."""
+    response = api("alice").post(f"{GV}/namespaces/demo/trainingjobs", job_manifest(name, **spec))
+    assert response.status_code == 201, response.json_body
+    created: dict[str, Any] = response.json_body
+    return created
+
+
+def session_cookie(user: Any) -> bytes:
+    client = Client()
+    client.force_login(user)
+    return f"sessionid={client.cookies['sessionid'].value}".encode()
+
+
+async def connect(user: Any | None, origin: bytes = b"http://testserver") -> WebsocketCommunicator:
+    headers = [(b"host", b"testserver"), (b"origin", origin)]
+    if user is not None:
+        headers.append((b"cookie", await sync_to_async(session_cookie)(user)))
+    return WebsocketCommunicator(application, "/ws/console", headers=headers)
+
+
+async def receive_until(socket: WebsocketCommunicator, wanted: Callable[[str], bool]) -> str:
+    """The first push for which `wanted` holds (a write may reach the page over two pushes)."""
+    for _ in range(10):
+        message = await socket.receive_from(timeout=5)
+        if wanted(message):
+            return message
+    raise AssertionError("no such push")

@@ -8,11 +8,18 @@ runtimes and read back what the controller wrote.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
+from django.db import OperationalError
+
+from runtimes.controller.loop import Controller
 from runtimes.controller.oci.auth import Credential
 from runtimes.controller.oci.builder import build_image
 from runtimes.controller.oci.client import RegistryClient, RegistrySettings
@@ -105,3 +112,41 @@ def status_of(namespace: str, name: str) -> dict[str, Any]:
 def verified(status: dict[str, Any]) -> dict[str, Any]:
     [condition] = [c for c in status["conditions"] if c["type"] == "Verified"]
     return condition
+
+
+@contextmanager
+def running(controller: Controller) -> Iterator[Controller]:
+    stop = threading.Event()
+    thread = threading.Thread(target=controller.run, args=(stop,), daemon=True)
+    thread.start()
+    try:
+        yield controller
+    finally:
+        stop.set()
+        thread.join(10)
+    assert not thread.is_alive(), "the controller did not stop within 10 s"
+
+
+def retrying(action: Callable[[], Any]) -> Any:
+    """Runs a store call of the test thread, again if SQLite says "table is locked".
+
+    The test database is SQLite in shared-cache memory, where two threads' statements collide
+    at once instead of waiting as they do on a WAL file; the controller retries such errors
+    itself (with backoff), and the test thread does it here.
+    """
+    for _attempt in range(100):
+        try:
+            return action()
+        except OperationalError:
+            time.sleep(0.02)
+    return action()
+
+
+def wait_for(predicate: Callable[[], bool], timeout: float = 10.0) -> float:
+    """Seconds until ``predicate`` held; fails the test after ``timeout``."""
+    start = time.monotonic()
+    while not predicate():
+        if time.monotonic() - start > timeout:
+            pytest.fail(f"not true within {timeout} s")
+        time.sleep(0.02)
+    return time.monotonic() - start
