@@ -289,6 +289,35 @@ AXES_LOCKOUT_CALLABLE = "runtimes.console.signin.locked_out"
 # the window, 429 TooManyRequests with Retry-After.
 NODUS_TOKEN_FAILURE_LIMIT = int(os.environ.get("NODUS_TOKEN_FAILURE_LIMIT", 20))
 NODUS_TOKEN_FAILURE_WINDOW = float(os.environ.get("NODUS_TOKEN_FAILURE_WINDOW", 60))
+# OpenID Connect (runtimes.accounts.oidc, docs/oidc.md), off unless the issuer is set; each is
+# kube-apiserver's --oidc-* flag of the same name. The issuer's URL (https, or http on loopback):
+NODUS_OIDC_ISSUER_URL = os.environ.get("NODUS_OIDC_ISSUER_URL", "")
+# The client id: the audience every ID token must carry, and the console's client at the provider.
+NODUS_OIDC_CLIENT_ID = os.environ.get("NODUS_OIDC_CLIENT_ID", "")
+# The console's client secret for the code exchange ("" for a public client: PKCE alone).
+NODUS_OIDC_CLIENT_SECRET = os.environ.get("NODUS_OIDC_CLIENT_SECRET", "")
+# The claim that names the user, and its prefix ("" = the issuer and "#" unless the claim is
+# email, "-" = none), as kube's --oidc-username-claim and --oidc-username-prefix.
+NODUS_OIDC_USERNAME_CLAIM = os.environ.get("NODUS_OIDC_USERNAME_CLAIM", "sub")
+NODUS_OIDC_USERNAME_PREFIX = os.environ.get("NODUS_OIDC_USERNAME_PREFIX", "")
+# The claim listing the user's groups ("" = none) and the prefix put before each group.
+NODUS_OIDC_GROUPS_CLAIM = os.environ.get("NODUS_OIDC_GROUPS_CLAIM", "groups")
+NODUS_OIDC_GROUPS_PREFIX = os.environ.get("NODUS_OIDC_GROUPS_PREFIX", "")
+# A PEM bundle to verify the issuer's certificate with ("" = the system's).
+NODUS_OIDC_CA_FILE = os.environ.get("NODUS_OIDC_CA_FILE", "")
+# An unknown key id refetches the issuer's JWKS at most once per this many seconds.
+NODUS_OIDC_REFRESH_SECONDS = float(os.environ.get("NODUS_OIDC_REFRESH_SECONDS", 10))
+# Time and size limits of one discovery or JWKS fetch (and of the console's code exchange).
+NODUS_OIDC_FETCH_TIMEOUT = float(os.environ.get("NODUS_OIDC_FETCH_TIMEOUT", 5))
+NODUS_OIDC_MAX_DOCUMENT_BYTES = int(os.environ.get("NODUS_OIDC_MAX_DOCUMENT_BYTES", 256 * 1024))
+# The audit log (runtimes.accounts.auditlog, docs/audit.md): audit.k8s.io/v1 Events as JSON
+# lines in this file, rotated past NODUS_AUDIT_MAX_BYTES into NODUS_AUDIT_BACKUPS older files.
+NODUS_AUDIT_LOG = os.environ.get("NODUS_AUDIT_LOG", str(DATA_DIR / "audit" / "audit.log"))
+NODUS_AUDIT_MAX_BYTES = int(os.environ.get("NODUS_AUDIT_MAX_BYTES", 100 * 1024 * 1024))
+NODUS_AUDIT_BACKUPS = int(os.environ.get("NODUS_AUDIT_BACKUPS", 5))
+# Events waiting for the writer thread, at most; past it new ones are dropped and counted
+# (nodus_audit_events_dropped_total), never waited for.
+NODUS_AUDIT_QUEUE = int(os.environ.get("NODUS_AUDIT_QUEUE", 10_000))
 # Open watches and websockets check their caller again after any access change (at most this long
 # after it, runtimes.watch.guard) and, whatever happened, every NODUS_STREAM_RECHECK_SECONDS.
 # A token's user and a caller's role, once found, are reused while access is unchanged and for
