@@ -112,6 +112,8 @@ MIDDLEWARE = [
     # First: every later step sees an API path without trailing slashes, as kube's handlers.
     "runtimes.api.requestinfo.TrimmedPath",
     "runtimes.api.requestid.RequestIdMiddleware",
+    # Inside the request id (its auditID), outside everything that may refuse (CSRF, axes).
+    "runtimes.api.auditing.AuditMiddleware",
     "nodus_console.middleware.Security",
     "nodus_console.middleware.ContentSecurityPolicy",
     # Above the session and CSRF middleware, so it sees the cookies they set on the way out.
