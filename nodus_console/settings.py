@@ -305,6 +305,8 @@ NODUS_OIDC_USERNAME_PREFIX = os.environ.get("NODUS_OIDC_USERNAME_PREFIX", "")
 # The claim listing the user's groups ("" = none) and the prefix put before each group.
 NODUS_OIDC_GROUPS_CLAIM = os.environ.get("NODUS_OIDC_GROUPS_CLAIM", "groups")
 NODUS_OIDC_GROUPS_PREFIX = os.environ.get("NODUS_OIDC_GROUPS_PREFIX", "")
+# The scopes the console asks for at sign-in (add `groups` for providers such as Dex).
+NODUS_OIDC_SCOPES = os.environ.get("NODUS_OIDC_SCOPES", "openid email profile")
 # A PEM bundle to verify the issuer's certificate with ("" = the system's).
 NODUS_OIDC_CA_FILE = os.environ.get("NODUS_OIDC_CA_FILE", "")
 # An unknown key id refetches the issuer's JWKS at most once per this many seconds.

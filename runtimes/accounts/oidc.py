@@ -195,3 +195,8 @@ def forget_keys() -> None:
     """Drops every provider's cached keys (a test's provider is new each time)."""
     _keysets.clear()
     _known.clear()
+
+
+def claims(token: str) -> dict[str, Any]:
+    """The claims of a token `verify` accepted (for the console's nonce check)."""
+    return _json(token.split(".")[1])
