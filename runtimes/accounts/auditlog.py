@@ -14,6 +14,7 @@ import logging
 import os
 import queue
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -134,4 +135,40 @@ def files() -> list[Path]:
         older = path.with_name(f"{path.name}.{index}")
         if older.exists():
             found.append(older)
+    return found
+
+
+# The console's reader: at most this much of the newest files is read per page.
+READ_BUDGET_BYTES = 8 * 1024 * 1024
+
+
+def newest(matches: Callable[[dict[str, Any]], bool], limit: int) -> list[dict[str, Any]]:
+    """Up to `limit` events that `matches` admits, newest first, from the newest
+    `READ_BUDGET_BYTES` of the log and its rotated files."""
+    found: list[dict[str, Any]] = []
+    budget = READ_BUDGET_BYTES
+    for path in files():
+        if budget <= 0 or len(found) >= limit:
+            break
+        try:
+            with path.open("rb") as handle:
+                size = handle.seek(0, os.SEEK_END)
+                start = max(0, size - budget)
+                handle.seek(start)
+                chunk = handle.read(size - start)
+        except OSError:
+            continue
+        budget -= len(chunk)
+        lines = chunk.splitlines()
+        if start > 0:
+            lines = lines[1:]  # the first line was cut by the budget
+        for line in reversed(lines):
+            try:
+                event = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                continue  # a line cut by a crash or a full disk
+            if isinstance(event, dict) and matches(event):
+                found.append(event)
+                if len(found) >= limit:
+                    break
     return found

@@ -7,6 +7,7 @@ from django.urls import path
 
 from runtimes.console import (
     accounts,
+    audit,
     catalog,
     compare,
     docs,
@@ -27,6 +28,7 @@ urlpatterns = [
     path("", catalog.catalog, name="catalog"),
     path("login", SIGN_IN(auth_views.LoginView.as_view()), name="login"),
     path("logout", SIGN_IN(auth_views.LogoutView.as_view()), name="logout"),
+    path("audit", audit.audit_log, name="audit"),
     path("accounts/oidc/login", SIGN_IN(oidc_signin.start), name="oidc-login"),
     path("accounts/oidc/callback", SIGN_IN(oidc_signin.callback), name="oidc-callback"),
     path("docs/api", docs.api_reference, name="docs-api"),
