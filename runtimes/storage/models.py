@@ -51,6 +51,8 @@ class Event(models.Model):
         blank=True
     )  # before the write ("" for ADDED); selector transitions
     created_at = models.DateTimeField(auto_now_add=True)
+    # Who made the write (storage.actor): a username, "" when no caller was known.
+    actor = models.CharField(max_length=150, blank=True, default="", db_default="")
 
     class Meta:
         indexes = [
