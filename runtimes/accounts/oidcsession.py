@@ -3,7 +3,8 @@ groups apply to the console's pages as they do to the API.
 
 The groups are stored in the session at sign-in (`SESSION_GROUPS`) and put on the session's
 user each time it is loaded (`GroupsAuthenticationMiddleware`, Django's own with that one step
-added), the same attribute `accounts.access.groups_of` reads from an ID token's caller.
+added; `GroupsAuthMiddleware` for the websockets, Channels' own with the same step), the same
+attribute `accounts.access.groups_of` reads from an ID token's caller.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
+from channels.auth import AuthMiddleware
+from channels.db import database_sync_to_async
 from django.contrib import auth
 from django.contrib.auth.middleware import AuthenticationMiddleware
 from django.http import HttpRequest
@@ -45,3 +48,14 @@ class GroupsAuthenticationMiddleware(AuthenticationMiddleware):
         super().process_request(request)
         request.user = SimpleLazyObject(lambda: _get_user(request))  # type: ignore[assignment]
         request.auser = partial(_auser, request)  # type: ignore[attr-defined]
+
+
+class GroupsAuthMiddleware(AuthMiddleware):  # type: ignore[misc]
+    """Channels' session user for websockets, with the session's OIDC groups."""
+
+    async def resolve_scope(self, scope: dict[str, Any]) -> None:
+        await super().resolve_scope(scope)
+        session = scope.get("session")
+        if session is not None:
+            groups = await database_sync_to_async(session.get)(SESSION_GROUPS)
+            _with_groups(scope["user"], groups)

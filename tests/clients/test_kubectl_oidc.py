@@ -11,7 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import orjson
 import pytest
+from websockets.exceptions import ConnectionClosed
+from websockets.sync.client import connect as ws_connect
 
 from tests.support import liveserver
 from tests.support import oidc as oidc_support
@@ -139,3 +142,36 @@ def test_a_group_losing_its_binding_ends_its_watch(
         ending = [json.loads(line) for line in lines if line.strip()]
     assert ending[-1]["type"] == "ERROR"
     assert ending[-1]["object"]["code"] == 403
+
+
+def test_a_console_session_from_the_provider_keeps_its_groups_on_a_websocket(
+    bound: LiveServer, provider: oidc_support.Provider
+) -> None:
+    shell(
+        bound,
+        "from runtimes.storage.models import Membership\n"
+        "Membership.objects.get_or_create(project_id='demo', group='oidc:socket-readers', "
+        "defaults={'role': 'viewer'})\n",
+    )
+    provider.next_user = {"sub": "fay", "groups": ["socket-readers"]}
+    with httpx.Client(base_url=bound.url, timeout=30, follow_redirects=True) as browser:
+        landed = browser.get("/accounts/oidc/login")
+        assert landed.status_code == 200
+        cookie = f"sessionid={browser.cookies['sessionid']}"
+    url = (
+        bound.url.replace("http://", "ws://")
+        + f"{RUNTIMES}?watch=1&fieldSelector=metadata.name%3Dseen"
+    )
+    with ws_connect(url, origin=bound.url, additional_headers={"Cookie": cookie}) as ws:
+        assert orjson.loads(ws.recv(timeout=10))["type"] == "ADDED"
+        console = signed_in(bound, "alice")
+        page = console.get("/projects/demo/members").text
+        member = member_id(page, re.escape("group:oidc:socket-readers"))
+        removed = submit(console, "/projects/demo/members", {"action": "remove", "member": member})
+        assert removed.status_code == 302
+        ending = orjson.loads(ws.recv(timeout=30))
+        assert ending["type"] == "ERROR"
+        with pytest.raises(ConnectionClosed) as closed:
+            ws.recv(timeout=10)
+    assert closed.value.rcvd is not None
+    assert closed.value.rcvd.code == 4403
