@@ -8,7 +8,7 @@ import pytest
 
 from runtimes.storage.models import Membership, Role
 from tests.support.api import ApiClient
-from tests.support.oidc import Provider, SigningKey
+from tests.support.oidc import Provider, SigningKey, stop
 
 RUNTIMES = "/apis/nodus.dev/v1beta1/namespaces/demo/trainingruntimes"
 WHOAMI = "/apis/authentication.k8s.io/v1/selfsubjectreviews"
@@ -109,3 +109,19 @@ def test_it_answers_a_malformed_token_with_401(provider: Provider, actors: Any, 
     response = ApiClient(token).get(RUNTIMES)
     assert response.status_code == 401
     assert response.json()["kind"] == "Status"
+
+
+def test_a_provider_that_is_away_gives_401(provider: Provider, readers: Membership) -> None:
+    token = provider.id_token("dana", ["ml-readers"])
+    stop(provider)
+    response = ApiClient(token).get(RUNTIMES)
+    assert response.status_code == 401
+    assert response.json()["kind"] == "Status"
+
+
+def test_an_oversized_key_set_is_not_read(
+    provider: Provider, readers: Membership, settings: Any
+) -> None:
+    provider.jwks_padding = settings.NODUS_OIDC_MAX_DOCUMENT_BYTES
+    assert ApiClient(provider.id_token("dana", ["ml-readers"])).get(RUNTIMES).status_code == 401
+    assert provider.jwks_fetches == 1

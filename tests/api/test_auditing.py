@@ -96,3 +96,19 @@ def test_it_records_a_refused_console_form(audit_log: Path, actors: Any) -> None
 def test_it_leaves_health_checks_out(client: Client, audit_log: Path, db: Any) -> None:
     assert client.get("/livez").status_code == 200
     assert audit.events(audit_log) == []
+
+
+def test_it_records_a_throttled_token_as_429(audit_log: Path, actors: Any) -> None:
+    from runtimes.accounts import throttling
+
+    limiter = throttling.limiter()
+    limiter.reset()
+    try:
+        codes = [
+            ApiClient("nodus_guess").get(RUNTIMES).status_code for _ in range(limiter.limit + 1)
+        ]
+    finally:
+        limiter.reset()
+    assert codes[-1] == 429
+    events = audit.events(audit_log)
+    assert [e["responseStatus"]["code"] for e in events] == codes

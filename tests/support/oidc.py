@@ -68,6 +68,8 @@ class Provider:
     issuer: str = ""
     key: SigningKey = field(default_factory=SigningKey.new)
     jwks_fetches: int = 0
+    # Bytes of padding added to the JWKS document (a provider answering something huge).
+    jwks_padding: int = 0
     next_user: dict[str, Any] = field(default_factory=dict)
     codes: dict[str, dict[str, Any]] = field(default_factory=dict)
     server: ThreadingHTTPServer | None = None
@@ -158,7 +160,8 @@ def _handler(provider: Provider) -> type[BaseHTTPRequestHandler]:
                 self._json(200, provider.discovery())
             elif parts.path == "/jwks":
                 provider.jwks_fetches += 1
-                self._json(200, {"keys": [provider.key.jwk()]})
+                keys = {"keys": [provider.key.jwk()], "padding": "x" * provider.jwks_padding}
+                self._json(200, keys)
             elif parts.path == "/authorize":
                 query = {k: v[0] for k, v in parse_qs(parts.query).items()}
                 self.send_response(302)
