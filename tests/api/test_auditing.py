@@ -112,3 +112,20 @@ def test_it_records_a_throttled_token_as_429(audit_log: Path, actors: Any) -> No
     assert codes[-1] == 429
     events = audit.events(audit_log)
     assert [e["responseStatus"]["code"] for e in events] == codes
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_it_records_a_refused_websocket_watch(audit_log: Path) -> None:
+    from channels.testing import WebsocketCommunicator
+
+    from nodus_console.asgi import application
+
+    headers = [(b"host", b"testserver"), (b"origin", b"http://testserver")]
+    socket = WebsocketCommunicator(application, f"{RUNTIMES}?watch=1", headers=headers)
+    connected, _ = await socket.connect()
+    assert connected  # accepted to say why: an ERROR frame, then 4401
+    assert (await socket.receive_json_from())["type"] == "ERROR"
+    await socket.disconnect()
+    (event,) = audit.events(audit_log)
+    assert (event["verb"], event["responseStatus"]["code"]) == ("watch", 401)
+    assert event["user"]["username"] == "system:anonymous"

@@ -175,3 +175,7 @@ def test_a_console_session_from_the_provider_keeps_its_groups_on_a_websocket(
             ws.recv(timeout=10)
     assert closed.value.rcvd is not None
     assert closed.value.rcvd.code == 4403
+    opened = [e for e in audit_events(bound, "oidc:fay") if e["verb"] == "watch"]
+    assert opened
+    assert opened[0]["user"]["groups"] == ["oidc:socket-readers", "system:authenticated"]
+    assert opened[0]["objectRef"]["resource"] == "trainingruntimes"
