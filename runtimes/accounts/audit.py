@@ -106,3 +106,44 @@ def record_write(verb: str, ref: dict[str, str], code: int = 200) -> None:
             annotations={"nodus.dev/origin": "controller"},
         )
     )
+
+
+def _api_group_version(path: str) -> tuple[str, str]:
+    """(group, version) of an API path: /api/v1/... is the core group ""."""
+    parts = [*path.lstrip("/").split("/"), "", ""]
+    if parts[0] == "api":
+        return "", parts[1]
+    if parts[0] == "apis":
+        return parts[1], parts[2]
+    return "", ""
+
+
+def record_websocket(scope: dict[str, Any], user: User | None, code: int, verb: str) -> None:
+    """A websocket's opening or refusal (an API watch, the console's live socket): Django's
+    middleware never sees websockets."""
+    kwargs = (scope.get("url_route") or {}).get("kwargs", {})
+    path = str(scope.get("path", ""))
+    group, version = _api_group_version(path)
+    headers = dict(scope.get("headers") or [])
+    query = bytes(scope.get("query_string", b"")).decode("latin-1")
+    client = scope.get("client") or ("",)
+    auditlog.emit(
+        event(
+            audit_id=uuid.uuid4().hex,
+            verb=verb,
+            user=user_info(user),
+            request_uri=f"{path}?{query}" if query else path,
+            code=code,
+            received=timestamp(),
+            ref=object_ref(
+                str(kwargs.get("plural", "")),
+                str(kwargs.get("namespace", "")),
+                "",
+                group,
+                version,
+                "",
+            ),
+            source_ips=[str(client[0])],
+            user_agent=headers.get(b"user-agent", b"").decode("latin-1"),
+        )
+    )

@@ -10,7 +10,6 @@ the database on the event loop.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -118,35 +117,3 @@ class AuditMiddleware:
                 request.user = user
             auditlog.emit(build(request, user, response.status_code))
         return response
-
-
-def record_websocket(scope: dict[str, Any], user: User | None, code: int, verb: str) -> None:
-    """A websocket's opening (a watch, or its refusal): Django's middleware never sees one."""
-    kwargs = (scope.get("url_route") or {}).get("kwargs", {})
-    path = str(scope.get("path", ""))
-    group = group_of(path) or ""
-    parts = path.lstrip("/").split("/")
-    version = (parts[1] if group == "" else parts[2]) if len(parts) > 2 else ""
-    headers = dict(scope.get("headers") or [])
-    query = bytes(scope.get("query_string", b"")).decode("latin-1")
-    client = scope.get("client") or ("",)
-    auditlog.emit(
-        audit.event(
-            audit_id=uuid.uuid4().hex,
-            verb=verb,
-            user=audit.user_info(user),
-            request_uri=f"{path}?{query}" if query else path,
-            code=code,
-            received=audit.timestamp(),
-            ref=audit.object_ref(
-                str(kwargs.get("plural", "")),
-                str(kwargs.get("namespace", "")),
-                "",
-                group,
-                version,
-                "",
-            ),
-            source_ips=[str(client[0])],
-            user_agent=headers.get(b"user-agent", b"").decode("latin-1"),
-        )
-    )

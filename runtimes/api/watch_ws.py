@@ -29,9 +29,10 @@ from django.contrib.auth.models import AnonymousUser
 from django.http import QueryDict
 from django.urls import re_path
 
+from runtimes.accounts import audit
 from runtimes.accounts.origin import same_origin
 from runtimes.accounts.throttling import bearer_user
-from runtimes.api import auditing, viewpool
+from runtimes.api import viewpool
 from runtimes.api.objects import CollectionView
 from runtimes.api.requestinfo import kind_for
 from runtimes.api.watchstream import WatchPlan, plan_watch, watch_events
@@ -131,14 +132,14 @@ class WatchConsumer(AsyncWebsocketConsumer):
         try:
             plan = await self._plan()
         except errors.ApiError as error:
-            auditing.record_websocket(self.scope, self.caller, error.code, "watch")
+            audit.record_websocket(self.scope, self.caller, error.code, "watch")
             await self.accept(self._chosen_protocol())
             await self.send(
                 text_data=orjson.dumps({"type": "ERROR", "object": error.status()}).decode()
             )
             await self.close(4000 + error.code)
             return
-        auditing.record_websocket(self.scope, self.caller, 200, "watch")
+        audit.record_websocket(self.scope, self.caller, 200, "watch")
         await self.accept(self._chosen_protocol())
         self.task = asyncio.create_task(self._pump(plan))
 
