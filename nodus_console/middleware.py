@@ -18,7 +18,6 @@ from typing import Any, ClassVar
 from asgiref.sync import markcoroutinefunction, sync_to_async
 from csp.middleware import CSPMiddleware
 from django.conf import settings
-from django.contrib.auth.middleware import AuthenticationMiddleware
 from django.contrib.messages.middleware import MessageMiddleware
 from django.contrib.sessions.middleware import SessionMiddleware
 from django.http import HttpRequest, HttpResponseBase
@@ -28,6 +27,7 @@ from django.middleware.csrf import CsrfViewMiddleware
 from django.middleware.gzip import GZipMiddleware
 from django.middleware.security import SecurityMiddleware
 
+from runtimes.accounts.oidcsession import GroupsAuthenticationMiddleware
 from runtimes.api.status import is_api_path
 
 
@@ -102,7 +102,8 @@ class Csrf(InlineForApi):
 
 
 class Authentication(InlineForApi):
-    wrapped = AuthenticationMiddleware
+    # Django's, plus the groups an OIDC sign-in stored in the session (accounts.oidcsession).
+    wrapped = GroupsAuthenticationMiddleware
 
 
 class Messages(InlineForApi):

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from channels.auth import AuthMiddlewareStack
 from channels.routing import URLRouter
 from channels.security.websocket import AllowedHostsOriginValidator
+from channels.sessions import CookieMiddleware, SessionMiddleware
 
 
 def websocket_routes() -> list[Any]:
@@ -20,4 +20,8 @@ def websocket_routes() -> list[Any]:
 
 
 def websocket_application() -> Any:
-    return AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_routes())))
+    from runtimes.accounts.oidcsession import GroupsAuthMiddleware
+
+    # Channels' AuthMiddlewareStack, with the groups an OIDC sign-in kept in the session.
+    stack = CookieMiddleware(SessionMiddleware(GroupsAuthMiddleware(URLRouter(websocket_routes()))))
+    return AllowedHostsOriginValidator(stack)

@@ -123,6 +123,8 @@ MIDDLEWARE = [
     # First: every later step sees an API path without trailing slashes, as kube's handlers.
     "runtimes.api.requestinfo.TrimmedPath",
     "runtimes.api.requestid.RequestIdMiddleware",
+    # Inside the request id (its auditID), outside everything that may refuse (CSRF, axes).
+    "runtimes.api.auditing.AuditMiddleware",
     "nodus_console.middleware.Security",
     "nodus_console.middleware.ContentSecurityPolicy",
     # Above the session and CSRF middleware, so it sees the cookies they set on the way out.
@@ -405,6 +407,81 @@ NODUS_TOKEN_FAILURE_WINDOW = declare(
     float,
     60.0,
     "the window (seconds) failed bearer tokens are counted in",
+)
+# OpenID Connect (runtimes.accounts.oidc, docs/oidc.md), off unless the issuer is set; each is
+# kube-apiserver's --oidc-* flag of the same name.
+NODUS_OIDC_ISSUER_URL = declare(
+    "NODUS_OIDC_ISSUER_URL", str, "", "the OpenID Connect issuer's URL (https, or http on loopback)"
+)
+NODUS_OIDC_CLIENT_ID = declare(
+    "NODUS_OIDC_CLIENT_ID",
+    str,
+    "",
+    "the audience every ID token must carry, and the console's client at the provider",
+)
+NODUS_OIDC_CLIENT_SECRET = declare(
+    "NODUS_OIDC_CLIENT_SECRET",
+    str,
+    "",
+    "the console's client secret for the code exchange (empty: a public client, PKCE alone)",
+)
+NODUS_OIDC_USERNAME_CLAIM = declare(
+    "NODUS_OIDC_USERNAME_CLAIM", str, "sub", "the claim that names the user"
+)
+NODUS_OIDC_USERNAME_PREFIX = declare(
+    "NODUS_OIDC_USERNAME_PREFIX",
+    str,
+    "",
+    "put before each username (empty: the issuer and # unless the claim is email; - : none)",
+)
+NODUS_OIDC_GROUPS_CLAIM = declare(
+    "NODUS_OIDC_GROUPS_CLAIM", str, "groups", "the claim listing the user's groups (empty: none)"
+)
+NODUS_OIDC_GROUPS_PREFIX = declare("NODUS_OIDC_GROUPS_PREFIX", str, "", "put before each group")
+NODUS_OIDC_SCOPES = declare(
+    "NODUS_OIDC_SCOPES",
+    str,
+    "openid email profile",
+    "the scopes the console asks for at sign-in (add groups for providers such as Dex)",
+)
+NODUS_OIDC_CA_FILE = declare(
+    "NODUS_OIDC_CA_FILE", str, "", "a PEM bundle to verify the issuer's certificate with"
+)
+NODUS_OIDC_REFRESH_SECONDS = declare(
+    "NODUS_OIDC_REFRESH_SECONDS",
+    float,
+    10.0,
+    "an unknown key id refetches the issuer's JWKS at most once per this many seconds",
+)
+NODUS_OIDC_FETCH_TIMEOUT = declare(
+    "NODUS_OIDC_FETCH_TIMEOUT",
+    float,
+    5.0,
+    "seconds one discovery or JWKS fetch (and the console's code exchange) may take",
+)
+NODUS_OIDC_MAX_DOCUMENT_BYTES = declare(
+    "NODUS_OIDC_MAX_DOCUMENT_BYTES",
+    int,
+    256 * 1024,
+    "the largest discovery or JWKS document read",
+)
+# The audit log (runtimes.accounts.auditlog, docs/audit.md).
+NODUS_AUDIT_LOG = declare(
+    "NODUS_AUDIT_LOG",
+    str,
+    str(DATA_DIR / "audit" / "audit.log"),
+    "audit.k8s.io/v1 Events as JSON lines",
+    shown="$NODUS_DATA_DIR/audit/audit.log",
+)
+NODUS_AUDIT_MAX_BYTES = declare(
+    "NODUS_AUDIT_MAX_BYTES", int, 100 * 1024 * 1024, "the audit log is rotated past this size"
+)
+NODUS_AUDIT_BACKUPS = declare("NODUS_AUDIT_BACKUPS", int, 5, "rotated audit logs kept")
+NODUS_AUDIT_QUEUE = declare(
+    "NODUS_AUDIT_QUEUE",
+    int,
+    10_000,
+    "events waiting for the writer thread at most; past it new ones are dropped and counted",
 )
 # Open watches and websockets check their caller again after any access change (at most this long
 # after it, runtimes.watch.guard) and, whatever happened, every NODUS_STREAM_RECHECK_SECONDS.

@@ -10,9 +10,12 @@ from typing import Any
 import pytest
 from django.contrib.auth import get_user_model
 
+from runtimes.accounts import oidc
+from runtimes.accounts.oidcconfig import config
 from runtimes.accounts.tokens import create_token
 from runtimes.storage.models import Membership, Project, Role
 from tests.support import liveserver, watch_live
+from tests.support import oidc as provider_support
 from tests.support.api import ApiClient
 
 
@@ -56,3 +59,20 @@ def daphne_server() -> Iterator[liveserver.LiveServer]:
 def tight_server() -> Iterator[liveserver.LiveServer]:
     """A live daphne whose watch limits are seconds (tests/watch_settings.py)."""
     yield from liveserver.serve("nodus-watch-", watch_live.start_tight)
+
+
+@pytest.fixture
+def provider(settings: Any) -> Iterator[provider_support.Provider]:
+    """A real OpenID provider on a loopback port, and the OIDC settings pointing at it."""
+    running = provider_support.start()
+    settings.NODUS_OIDC_ISSUER_URL = running.issuer
+    settings.NODUS_OIDC_CLIENT_ID = provider_support.CLIENT_ID
+    settings.NODUS_OIDC_CLIENT_SECRET = provider_support.CLIENT_SECRET
+    settings.NODUS_OIDC_USERNAME_PREFIX = "oidc:"
+    settings.NODUS_OIDC_GROUPS_PREFIX = "oidc:"
+    config.cache_clear()
+    oidc.forget_keys()
+    yield running
+    provider_support.stop(running)
+    config.cache_clear()
+    oidc.forget_keys()

@@ -1,7 +1,9 @@
 """Who may do what: roles per project, platform admins, the controller, the managed project.
 
 Viewers get, list and watch; editors also create, update, patch and delete; admins also manage
-membership. Every authenticated user may read the managed project `nodus`; only platform admins
+membership. A role binding names a user or a group (an OIDC caller's groups, `groups_of`); a
+caller holds the strongest role bound to it or to any of its groups. Every authenticated user
+may read the managed project `nodus`; only platform admins
 (staff) write there. Cluster-scoped kinds (the accelerator catalog) are readable by everyone
 signed in and writable by nobody through the API.
 
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.contrib.auth.models import User as AccountUser
+from django.db.models import Q
 from django.http import HttpRequest
 
 from runtimes.accounts import revocation
@@ -44,8 +47,10 @@ ROLE_VERBS = {
 }
 
 User = AbstractBaseUser | AnonymousUser
-# (user pk, project) -> role, while access is unchanged (accounts.memo).
+# (user pk, groups, project) -> role, while access is unchanged (accounts.memo).
 _roles = EpochMemo()
+# The strongest role first: a user bound directly and through groups holds the strongest.
+_STRENGTH = {Role.ADMIN: 3, Role.EDITOR: 2, Role.VIEWER: 1}
 
 
 class AuthenticatedHttpRequest(HttpRequest):
@@ -74,18 +79,32 @@ def may_write_status(user: User) -> bool:
     return is_controller(user) or is_platform_admin(user)
 
 
+def groups_of(user: User) -> tuple[str, ...]:
+    """The groups an OIDC caller's ID token named (prefix included); () for everyone else."""
+    return tuple(getattr(user, "nodus_groups", ()))
+
+
+def _bindings(user: User) -> Q:
+    """The role bindings that apply to `user`: its own and its groups'."""
+    # An anonymous caller has no pk, and `user_id=None` would match every group binding.
+    mine = Q(user_id=user.pk) if user.pk is not None else Q(pk__in=[])
+    groups = groups_of(user)
+    return mine | Q(group__in=groups) if groups else mine
+
+
 def role_in(user: User, project: str) -> str | None:
+    """The strongest role `user` holds in `project`, directly or through a group."""
     if not user.is_authenticated:
         return None
     epoch = revocation.current()
-    role: str | None = _roles.get((user.pk, project))
+    key = (user.pk, groups_of(user), project)
+    role: str | None = _roles.get(key)
     if role is None:
-        role = (
-            Membership.objects.filter(user_id=user.pk, project_id=project)
-            .values_list("role", flat=True)
-            .first()
+        roles = Membership.objects.filter(_bindings(user), project_id=project).values_list(
+            "role", flat=True
         )
-        _roles.put((user.pk, project), role, epoch)
+        role = max(roles, key=lambda r: _STRENGTH[Role(r)], default=None)
+        _roles.put(key, role, epoch)
     return role
 
 
@@ -117,7 +136,7 @@ def readable_projects(user: User) -> list[str] | None:
     if is_platform_admin(user) or is_controller(user):
         return None
     # An anonymous user matches no membership; django-stubs can't know the user model is ours.
-    names = set(Membership.objects.filter(user=user).values_list("project_id", flat=True))  # type: ignore[misc]
+    names = set(Membership.objects.filter(_bindings(user)).values_list("project_id", flat=True))
     names.add(MANAGED_PROJECT)
     return sorted(names)
 
@@ -126,7 +145,7 @@ def writable_projects(user: User) -> list[str]:
     if is_platform_admin(user):
         return list(Project.objects.order_by("name").values_list("name", flat=True))
     return sorted(
-        Membership.objects.filter(user=user, role__in=[Role.EDITOR, Role.ADMIN])  # type: ignore[misc]
+        Membership.objects.filter(_bindings(user), role__in=[Role.EDITOR, Role.ADMIN])
         .exclude(project_id=MANAGED_PROJECT)
         .values_list("project_id", flat=True)
     )

@@ -14,7 +14,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import close_old_connections, transaction
 from django.utils import timezone
 
-from runtimes.accounts import revocation
+from runtimes.accounts import oidc, revocation
 from runtimes.accounts.memo import EpochMemo
 from runtimes.storage.models import ApiToken
 
@@ -40,6 +40,8 @@ def create_token(user: AbstractBaseUser, name: str) -> tuple[ApiToken, str]:
 
 def remembered(token: str) -> AbstractBaseUser | None:
     """The token's user when it was looked up a moment ago (memory only), else None."""
+    if oidc.looks_like_id_token(token):
+        return oidc.remembered(digest(token))
     return _remembered(digest(token), timezone.now())
 
 
@@ -54,7 +56,10 @@ def _remembered(key: str, now: datetime) -> AbstractBaseUser | None:
 
 
 def user_for(token: str) -> AbstractBaseUser | None:
+    """The user of an API token or, with OIDC on, of a provider's ID token; None if refused."""
     key = digest(token)
+    if oidc.looks_like_id_token(token):
+        return oidc.user_for(token, key)
     epoch = revocation.current()
     now = timezone.now()
     user = _remembered(key, now)

@@ -18,7 +18,7 @@ from runtimes.api.requestinfo import kind_for
 from runtimes.apimachinery import errors, fielderrors, metadecode
 from runtimes.registry import authorization
 from runtimes.registry.resources import ResourceType
-from runtimes.storage import store
+from runtimes.storage import actor, store
 
 
 def warning_header(warnings: list[str]) -> str:
@@ -74,7 +74,12 @@ class KubeView(APIView):
             # kube-apiserver reads a body without Content-Type as JSON (the official Python
             # client's create sends none); patches must say which kind they are.
             meta["CONTENT_TYPE"] = media.JSON
+        # Views run on long-lived pooled threads: the caller is set for every request, so a
+        # write is never recorded as the thread's previous caller's.
+        actor.set_for_thread(actor.NOBODY)
         super().initial(request, *args, **kwargs)
+        if request.user.is_authenticated:
+            actor.set_for_thread(actor.Actor(request.user.get_username()))
         plural = kwargs.get("plural")
         if plural is not None:
             rt = kind_for(request._request.path, plural)

@@ -22,6 +22,7 @@ from django.contrib.auth.models import AnonymousUser
 from django.http import QueryDict
 from django.urls import re_path
 
+from runtimes.accounts import audit
 from runtimes.accounts.origin import same_origin
 from runtimes.accounts.throttling import bearer_user
 from runtimes.api import viewpool
@@ -58,6 +59,8 @@ class WatchConsumer(AsyncWebsocketConsumer):
     # The collection's own declaration: a WebSocket serves its WATCH, as the HTTP watch does.
     access = CollectionView.access
     task: asyncio.Task[None] | None = None
+    # Who opened it, once known (the audit log names them, refused or not).
+    caller: Any = None
 
     def _header(self, name: bytes) -> str:
         for key, value in self.scope.get("headers", []):
@@ -115,6 +118,7 @@ class WatchConsumer(AsyncWebsocketConsumer):
         if caller is None:
             raise errors.ApiError("Unauthorized", "Unauthorized")
         user, credential = caller
+        self.caller = user
         table = None
         accept = self._header(b"accept")
         if "as=Table" in accept and "g=meta.k8s.io" in accept:
@@ -128,12 +132,14 @@ class WatchConsumer(AsyncWebsocketConsumer):
         try:
             plan = await self._plan()
         except errors.ApiError as error:
+            audit.record_websocket(self.scope, self.caller, error.code, "watch")
             await self.accept(self._chosen_protocol())
             await self.send(
                 text_data=orjson.dumps({"type": "ERROR", "object": error.status()}).decode()
             )
             await self.close(4000 + error.code)
             return
+        audit.record_websocket(self.scope, self.caller, 200, "watch")
         await self.accept(self._chosen_protocol())
         self.task = asyncio.create_task(self._pump(plan))
 

@@ -77,7 +77,7 @@ def projects(request: access.AuthenticatedHttpRequest) -> HttpResponse:
     rows = Project.objects.order_by("name")
     if readable is not None:
         rows = rows.filter(name__in=readable)
-    roles = dict(Membership.objects.filter(user=request.user).values_list("project_id", "role"))
+    roles = {p.name: access.role_in(request.user, p.name) for p in rows}
     listing = [
         {
             "project": p,
@@ -99,12 +99,20 @@ def _change_members(request: HttpRequest, project: Project) -> str:
     action = request.POST.get("action")
     users = get_user_model().objects
     if action == "add":
-        user = users.filter(username=request.POST.get("username", "").strip()).first()
         role = request.POST.get("role", Role.VIEWER)
-        if user is None:
-            return "No user with that name."
         if role not in Role.values:
             return "Unknown role."
+        group = request.POST.get("group", "").strip()[:150]
+        if group:
+            # A group binding (an OIDC provider's group): its members hold the role.
+            Membership.objects.update_or_create(
+                project=project, group=group, user=None, defaults={"role": role}
+            )
+            messages.success(request, f"Group {group} is now {role} in {project.name}.")
+            return ""
+        user = users.filter(username=request.POST.get("username", "").strip()).first()
+        if user is None:
+            return "No user with that name."
         Membership.objects.update_or_create(project=project, user=user, defaults={"role": role})
         messages.success(request, f"{user.get_username()} is now {role} in {project.name}.")
         return ""
@@ -119,7 +127,7 @@ def _change_members(request: HttpRequest, project: Project) -> str:
         if last_admin:
             return "A project keeps at least one admin."
         membership.delete()
-        messages.success(request, f"Removed {membership.user.get_username()} from {project.name}.")
+        messages.success(request, f"Removed {membership.subject} from {project.name}.")
     elif action == "role":
         role = request.POST.get("role", "")
         if role not in Role.values:
@@ -128,9 +136,7 @@ def _change_members(request: HttpRequest, project: Project) -> str:
             return "A project keeps at least one admin."
         membership.role = role
         membership.save(update_fields=["role"])
-        messages.success(
-            request, f"{membership.user.get_username()} is now {role} in {project.name}."
-        )
+        messages.success(request, f"{membership.subject} is now {role} in {project.name}.")
     return ""
 
 
@@ -146,7 +152,7 @@ def members(request: HttpRequest, project: str) -> HttpResponse:
         "project": row,
         "members": Membership.objects.filter(project=row)
         .select_related("user")
-        .order_by("user__username"),
+        .order_by("group", "user__username"),
         "roles": Role.choices,
         "problem": problem,
     }

@@ -19,6 +19,7 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase
 from runtimes.apimachinery import errors
 from runtimes.registry import authorization
 from runtimes.registry.authorization import Access
+from runtimes.storage import actor
 
 View = TypeVar("View", bound=Callable[..., HttpResponseBase])
 Denied = Callable[..., HttpResponseBase]
@@ -52,7 +53,10 @@ def requires(access: Access, denied: Denied = NOT_FOUND) -> Callable[[View], Vie
                 )
             except errors.ApiError:
                 return denied(request, *args, **kwargs)
-            return view(request, *args, **kwargs)
+            user = request.user
+            caller = user.get_username() if user.is_authenticated else ""
+            with actor.acting(actor.Actor(caller)):
+                return view(request, *args, **kwargs)
 
         guarded: Any = checked if access.admits_anonymous else login_required(checked)
         guarded.access = access

@@ -356,7 +356,8 @@ class Revision:
     revision: int
     type: str
     when: dt.datetime
-    who: tuple[str, ...]
+    who: tuple[str, ...]  # the field managers that wrote
+    actor: str  # the user who made the write ("" when unknown: a command, older revisions)
     changes: tuple[tuple[str, str, str], ...]
     more: int
 
@@ -395,11 +396,11 @@ def history(project: str, name: str, before: int | None) -> tuple[list[Revision]
         rows = rows.filter(revision__lt=before)
     page = list(
         rows.order_by("-revision").values_list(
-            "revision", "type", "created_at", "body", "prev_body"
+            "revision", "type", "created_at", "body", "prev_body", "actor"
         )[: HISTORY_PAGE + 1]
     )
     revisions = []
-    for revision, type_, when, body, prev in page[:HISTORY_PAGE]:
+    for revision, type_, when, body, prev, by in page[:HISTORY_PAGE]:
         after = orjson.loads(body)
         prior = orjson.loads(prev) if prev else None
         if type_ == "DELETED":
@@ -412,6 +413,7 @@ def history(project: str, name: str, before: int | None) -> tuple[list[Revision]
                 type_,
                 when,
                 _managers(prior, after),
+                by,
                 tuple(changes[:MAX_CHANGES_SHOWN]),
                 max(0, len(changes) - MAX_CHANGES_SHOWN),
             )

@@ -31,7 +31,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.contrib.auth.models import AnonymousUser
 from django.urls import path
 
-from runtimes.accounts import access
+from runtimes.accounts import access, audit
 from runtimes.accounts.origin import same_origin
 from runtimes.apimachinery import errors
 from runtimes.console.live import Watch, fragments, kind_of, missed_notice, namespace_of
@@ -87,13 +87,15 @@ class ConsoleConsumer(AsyncWebsocketConsumer):
     guarding: asyncio.Task[None] | None = None
 
     async def connect(self) -> None:
+        user = self.scope.get("user") or AnonymousUser()
         if not same_origin(self.scope):
+            audit.record_websocket(self.scope, user, 403, "connect")
             await self.close(code=FORBIDDEN_ORIGIN)
             return
-        user = self.scope.get("user") or AnonymousUser()
         try:
             await run_db(authorization.check, user, self.access, authorization.WATCH)
         except errors.ApiError as error:
+            audit.record_websocket(self.scope, user, error.code, "connect")
             await self.close(code=4000 + error.code)  # 4401 Unauthorized
             return
         guard = await run_db(open_guard, user, self.scope.get("session"), self.access)

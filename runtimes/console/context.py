@@ -13,18 +13,22 @@ from django.http import HttpRequest
 from django.utils.functional import SimpleLazyObject
 
 from runtimes.accounts import access
+from runtimes.accounts.oidcconfig import config
 from runtimes.console.jobs import current_project
 
 
 def console(request: HttpRequest) -> dict[str, Any]:
     user = getattr(request, "user", None)
+    oidc_enabled = config() is not None
     if user is None or not user.is_authenticated:
-        return {"nav": {}}
+        return {"nav": {}, "oidc_enabled": oidc_enabled}
     return {
+        "oidc_enabled": oidc_enabled,
         "nav": SimpleLazyObject(
             lambda: {
                 "can_publish": bool(access.writable_projects(user)),
+                "can_audit": access.is_platform_admin(user),
                 "jobs_project": current_project(request),
             }
-        )
+        ),
     }

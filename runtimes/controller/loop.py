@@ -18,6 +18,8 @@ from collections.abc import Callable
 
 from django.db import close_old_connections, connection
 
+from runtimes.accounts import audit
+from runtimes.accounts.access import CONTROLLER_ACCOUNT
 from runtimes.apimachinery.meta import Obj
 from runtimes.controller import settings as controller_settings
 from runtimes.controller.garbagecollector import GarbageCollector
@@ -30,7 +32,7 @@ from runtimes.controller.workers import run_worker
 from runtimes.controller.workqueue import WorkQueue
 from runtimes.registry.kinds import stored_kinds
 from runtimes.registry.trainingjob.admission import runtime_key
-from runtimes.storage import store
+from runtimes.storage import actor, store
 from runtimes.watch.informer import Handlers, Informer, Key, key_of
 
 # Bounded work, so a backlog never crowds out the API it shares a process with:
@@ -68,6 +70,30 @@ log = logging.getLogger("nodus.controller")
 CONNECTION_CHECK_SECONDS = 60.0
 # How often expired Events are deleted (their TTL is an hour: a minute late is nothing).
 EVENT_SWEEP_SECONDS = 60.0
+
+
+# The controller writes through the store, not the API: its writes are recorded in the event
+# log under its account and audited as they commit (no request middleware sees them).
+_VERBS = {"ADDED": "create", "MODIFIED": "update", "DELETED": "delete"}
+
+
+def _audited(kind: str, plural: str, group: str, version: str, namespace: str, name: str) -> None:
+    ref = audit.object_ref(plural, namespace, name, group, version, "")
+    audit.record_write(_VERBS.get(kind, kind.lower()), ref)
+
+
+CONTROLLER = actor.Actor(CONTROLLER_ACCOUNT, on_write=_audited)
+
+
+def _as_controller(target: Callable[..., None]) -> Callable[..., None]:
+    """`target` run on a thread that writes as the controller (a new thread starts with an
+    empty context, so the actor is set inside it)."""
+
+    def run(*args: object) -> None:
+        actor.set_for_thread(CONTROLLER)
+        target(*args)
+
+    return run
 
 
 class ConnectionKeeper:
@@ -177,16 +203,20 @@ class Controller:
             for informer in self.informers
         ]
         threads += [
-            threading.Thread(target=self._work, name=f"controller-worker-{n}")
+            threading.Thread(target=_as_controller(self._work), name=f"controller-worker-{n}")
             for n in range(self.workers)
         ]
         threads += [
-            threading.Thread(target=self._collect, name=f"controller-gc-{n}")
+            threading.Thread(target=_as_controller(self._collect), name=f"controller-gc-{n}")
             for n in range(self.workers)
         ]
-        threads.append(threading.Thread(target=self._work_jobs, name="controller-job-worker"))
         threads.append(
-            threading.Thread(target=self._expire_events, args=(stop,), name="controller-events")
+            threading.Thread(target=_as_controller(self._work_jobs), name="controller-job-worker")
+        )
+        threads.append(
+            threading.Thread(
+                target=_as_controller(self._expire_events), args=(stop,), name="controller-events"
+            )
         )
         try:
             for thread in threads:

@@ -2,7 +2,7 @@
 
 Every URL the server answers declares what it asks of its caller, once, next to its code: a
 class attribute `access` on API views and websocket consumers, `declare` or the console's
-`requires` on function views. The declaration is one of
+`requires` on function views. The declaration is one of the levels listed below.
 """
 
 from __future__ import annotations
@@ -11,13 +11,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeVar
 
-from runtimes.accounts.access import READ_VERBS, User, allowed
+from runtimes.accounts.access import READ_VERBS, User, allowed, is_platform_admin
 from runtimes.apimachinery import errors
 from runtimes.apimachinery.meta import GROUP
 
 # - `public(reason)`: anyone, signed in or not (health, /version, the docs pages);
 # - `signed_in(reason)`: any signed-in caller (discovery and OpenAPI name kinds, not objects);
 # - `own_rule(reason)`: the view applies a rule that is not about users' roles (/metrics);
+# - `platform_admin(reason)`: platform admins (staff) only (the audit log);
 # - `role(verbs, resource, subresource)`: a verb the caller's role must allow on the resource in
 #   the project (namespace) the request names. `verbs` maps each request method to its verb, as
 #   kube-apiserver's RBAC names them (GET item = get, PUT = update, PATCH = patch; a collection's
@@ -30,7 +31,7 @@ from runtimes.apimachinery.meta import GROUP
 # with the messages kube-apiserver gives. `tests/project/test_authorization_declarations.py`
 # walks every HTTP and websocket route and fails on one that declares nothing.
 
-Level = Literal["public", "signed-in", "own-rule", "role"]
+Level = Literal["public", "signed-in", "own-rule", "platform-admin", "role"]
 
 # The method a watch is checked as: a GET with ?watch=1 over HTTP, or a WebSocket.
 WATCH = "WATCH"
@@ -103,6 +104,10 @@ def own_rule(reason: str) -> Access:
     return Access("own-rule", reason)
 
 
+def platform_admin(reason: str) -> Access:
+    return Access("platform-admin", reason)
+
+
 def role(
     verbs: str | Mapping[str, str], resource: Resource | None = None, subresource: str = ""
 ) -> Access:
@@ -131,6 +136,12 @@ def check(
         return
     if not user.is_authenticated:
         raise errors.ApiError("Unauthorized", "Unauthorized")
+    if access.level == "platform-admin":
+        if not is_platform_admin(user):
+            raise errors.ApiError(
+                "Forbidden", f'User "{user.get_username()}" is not a platform admin'
+            )
+        return
     verb = access.verb(method)
     resource = access.resource if access.resource is not None else kind
     if access.level == "signed-in" or verb is None or resource is None:

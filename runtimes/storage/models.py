@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+from django.db.models import Q
 
 
 class RevisionCounter(models.Model):
@@ -50,6 +51,8 @@ class Event(models.Model):
         blank=True
     )  # before the write ("" for ADDED); selector transitions
     created_at = models.DateTimeField(auto_now_add=True)
+    # Who made the write (storage.actor): a username, "" when no caller was known.
+    actor = models.CharField(max_length=150, blank=True, default="", db_default="")
 
     class Meta:
         indexes = [
@@ -80,17 +83,39 @@ class Role(models.TextChoices):
 
 
 class Membership(models.Model):
+    """A role binding: a user's, or a group's (an OIDC provider's group, prefix included)."""
+
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="memberships")
     user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="memberships",
+        null=True,
+        blank=True,
     )
+    group = models.CharField(max_length=150, blank=True, default="")
     role = models.CharField(max_length=10, choices=Role.choices, default=Role.VIEWER)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["project", "user"], name="one_role")]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "user"], name="one_role"),
+            models.UniqueConstraint(
+                fields=["project", "group"], condition=~Q(group=""), name="one_group_role"
+            ),
+            # Exactly one subject: a user or a group.
+            models.CheckConstraint(
+                condition=(Q(user__isnull=False) & Q(group=""))
+                | (Q(user__isnull=True) & ~Q(group="")),
+                name="one_subject",
+            ),
+        ]
 
     def __str__(self) -> str:
-        return f"{self.user} is {self.role} of {self.project_id}"
+        return f"{self.subject} is {self.role} of {self.project_id}"
+
+    @property
+    def subject(self) -> str:
+        return f"group:{self.group}" if self.group else str(self.user)
 
 
 class ApiToken(models.Model):

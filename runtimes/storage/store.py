@@ -29,7 +29,7 @@ from runtimes.apimachinery.objectmeta import (
     spec_changed,
     unchanged,
 )
-from runtimes.storage import events
+from runtimes.storage import actor, events
 from runtimes.storage.kinds import StoredKind, WriteStrategy
 from runtimes.storage.models import Project, RevisionCounter, StoredObject
 
@@ -541,9 +541,10 @@ def _commit(
             body = dumps(gone)
             cursor.execute(f"DELETE FROM {objects} WHERE id = %s", [row[0]])  # noqa: S608
             kind = "DELETED"
+        writer = actor.current()
         cursor.execute(
             f"INSERT INTO {log} (revision, resource, namespace, name, type, body, prev_body, "  # noqa: S608
-            "created_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+            "created_at, actor) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
             [
                 revision,
                 rt.key,
@@ -553,7 +554,12 @@ def _commit(
                 body,
                 prev_body,
                 connection.ops.adapt_datetimefield_value(timezone.now()),
+                writer.username,
             ],
         )
         transaction.on_commit(lambda: events.published(revision))
+        listener = writer.on_write
+        if listener is not None:
+            version = rt.api_version.rpartition("/")[2]
+            transaction.on_commit(lambda: listener(kind, rt.plural, rt.group, version, ns, name))
     return revision

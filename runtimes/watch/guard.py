@@ -26,7 +26,7 @@ from django.contrib.sessions.backends.base import SessionBase
 from django.utils.crypto import constant_time_compare
 
 from runtimes.accounts import revocation
-from runtimes.accounts.access import User
+from runtimes.accounts.access import User, groups_of
 from runtimes.accounts.tokens import user_for
 from runtimes.apimachinery import errors
 from runtimes.storage.eventlog import run_db
@@ -53,6 +53,8 @@ class Credential:
     user_id: Any = None
     session_key: str | None = None
     session_hash: str = ""
+    # An OIDC session's groups (from its ID token at sign-in): its role bindings still apply.
+    groups: tuple[str, ...] = ()
 
     @classmethod
     def bearer(cls, token: str) -> Credential:
@@ -62,7 +64,7 @@ class Credential:
     def session(cls, user: Any, session: SessionBase | None) -> Credential:
         hash_ = user.get_session_auth_hash() if hasattr(user, "get_session_auth_hash") else ""
         key = session.session_key if session is not None else None
-        return cls(user_id=user.pk, session_key=key, session_hash=hash_)
+        return cls(user_id=user.pk, session_key=key, session_hash=hash_, groups=groups_of(user))
 
     def resolve(self) -> User | None:
         """The active user these credentials still stand for, or None (sync: reads the db)."""
@@ -79,6 +81,8 @@ class Credential:
             return None
         if self.session_key is not None and not _session_exists(self.session_key):
             return None
+        if self.groups:
+            user.nodus_groups = self.groups  # type: ignore[attr-defined]
         return user
 
 

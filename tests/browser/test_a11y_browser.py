@@ -36,6 +36,7 @@ PAGES = (
     "/account/tokens",
     "/projects",
     "/projects/demo/members",
+    "/audit",
     "/docs/api",
     "/docs/errors",
     "/docs/errors/Invalid",
@@ -43,9 +44,10 @@ PAGES = (
 # What a role is refused (its 403 or 404 page is not what this checks).
 EDITOR = "edna"  # an editor of demo, made by the `editor` fixture
 REFUSED = {
-    EDITOR: {"/projects/demo/members"},
-    "bob": {"/publish", "/projects/demo/members"},
-    "charlie": {"/publish", "/projects/demo/members", "/p/demo/jobs"},
+    "alice": {"/audit"},
+    EDITOR: {"/projects/demo/members", "/audit"},
+    "bob": {"/publish", "/projects/demo/members", "/audit"},
+    "charlie": {"/publish", "/projects/demo/members", "/p/demo/jobs", "/audit"},
 }
 RUN_AXE = """async () => {
   const result = await axe.run(document, {resultTypes: ["violations"]});

@@ -31,6 +31,8 @@ NOT_PAGES = {
     "runtime-parameters-check": "POST only: the Parameters tab's htmx check",
     "publish-check": "POST only: the publish editor's htmx dry run",
     "kubeconfig": "POST only: a kubeconfig download",
+    "oidc-login": "a redirect to the identity provider (404 unless OIDC is configured)",
+    "oidc-callback": "the identity provider's redirect back: signs in, then redirects",
 }
 JOB = "fits-a-phone"
 # A job that compiles: the Parameters tab then shows its plan, offerings and phone summary.
@@ -144,6 +146,7 @@ def pages(server: LiveServer, role: str | None) -> dict[str, list[str]]:
         found["members"] = ["/projects/demo/members"]
         found["member-remove"] = [f"{FOLLOW}/projects/demo/members|a[href$='/remove']"]
     if role == "root":
+        found["audit"] = ["/audit", "/audit?verb=get"]
         found["publish-edit"] = [f"/p/nodus/runtimes/{runtimes[0]}/edit"]
         found["publish-delete"] = [f"/p/nodus/runtimes/{runtimes[0]}/delete"]
     return found

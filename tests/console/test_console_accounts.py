@@ -94,6 +94,31 @@ def test_it_adds_changes_and_removes_members(actors: dict[str, Any]) -> None:
     assert not Membership.objects.filter(project_id="demo", user=actors["charlie"]).exists()
 
 
+def test_it_binds_a_group_to_a_role_and_lists_it(actors: dict[str, Any]) -> None:
+    client = client_for(actors["alice"])
+    added = client.post(
+        "/projects/demo/members", {"action": "add", "group": "oidc:ml-team", "role": "editor"}
+    )
+    assert added.status_code == 302
+    binding = Membership.objects.get(project_id="demo", group="oidc:ml-team")
+    assert (binding.user, binding.role) == (None, "editor")
+    page = client.get("/projects/demo/members").content.decode()
+    assert '<th scope="row">group:oidc:ml-team</th>' in page
+    client.post("/projects/demo/members", {"action": "remove", "member": binding.pk})
+    assert not Membership.objects.filter(project_id="demo", group="oidc:ml-team").exists()
+
+
+def test_a_binding_names_a_user_or_a_group_never_both(actors: dict[str, Any]) -> None:
+    from django.db import IntegrityError, transaction
+
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Membership.objects.create(
+            project=actors["demo"], user=actors["charlie"], group="oidc:x", role="viewer"
+        )
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Membership.objects.create(project=actors["demo"], role="viewer")
+
+
 def test_it_asks_before_removing_a_member_and_says_what_changed(actors: dict[str, Any]) -> None:
     client = client_for(actors["alice"])
     added = client.post(

@@ -168,8 +168,10 @@ def test_history_lists_each_write_with_who_and_what_newest_first(
     newest, oldest = entries
     assert "changed" in newest
     assert "created" in oldest
-    assert 'by <span class="mono">tuner</span>' in newest
-    assert 'by <span class="mono">alice-script</span>' in oldest
+    assert 'by <span class="mono">alice</span> · via <span class="mono">tuner</span>' in newest
+    assert (
+        'by <span class="mono">alice</span> · via <span class="mono">alice-script</span>' in oldest
+    )
     assert '<th scope="row" class="mono">spec.launcher</th>' in newest
     assert '<td class="mono">Torchrun</td>' in newest
     assert '<th scope="row" class="mono">metadata.labels.team</th>' in newest
@@ -245,3 +247,16 @@ def test_field_changes_leave_bookkeeping_out_and_mark_absent_sides() -> None:
         ("metadata.labels.a", "1", ""),
         ("metadata.labels.b", "", "2"),
     ]
+
+
+@pytest.mark.django_db
+def test_history_names_an_oidc_user_who_wrote_through_a_group_binding(
+    actors: dict[str, Any], provider: Any
+) -> None:
+    from runtimes.storage.models import Membership, Role
+
+    Membership.objects.create(project=actors["demo"], group="oidc:ml-team", role=Role.EDITOR)
+    dana = ApiClient(provider.id_token("dana", ["ml-team"]))
+    assert dana.post(DEMO, runtime_manifest("by-dana")).status_code == 201
+    page = client_for(actors["bob"]).get("/p/demo/runtimes/by-dana/history").content.decode()
+    assert 'by <span class="mono">oidc:dana</span>' in page

@@ -17,6 +17,7 @@ from runtimes.console.summaries import DESCRIPTION
 from runtimes.registry.kinds import TRAINING_RUNTIMES
 from runtimes.storage import compaction, store
 from runtimes.storage.models import Project
+from tests.support import audit
 from tests.support.api import runtime_manifest
 from tests.support.console import client_for, connect, put_runtime, receive_until
 
@@ -42,11 +43,15 @@ async def test_it_refuses_anonymous_sockets(actors: Any) -> None:
     assert code == 4401
 
 
-async def test_it_refuses_another_sites_origin(actors: Any) -> None:
+async def test_it_refuses_another_sites_origin(actors: Any, settings: Any, tmp_path: Any) -> None:
+    settings.NODUS_AUDIT_LOG = str(tmp_path / "audit.log")
     socket = await connect(actors["alice"], origin=b"http://evil.example")
     connected, code = await socket.connect()
     assert not connected
     assert code == 4403
+    (event,) = await sync_to_async(audit.events)(tmp_path / "audit.log")
+    assert (event["verb"], event["responseStatus"]["code"]) == ("connect", 403)
+    assert event["user"]["username"] == "alice"
 
 
 def results_of(message: str) -> str:

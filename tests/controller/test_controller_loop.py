@@ -238,3 +238,31 @@ def test_the_echo_of_a_status_write_does_not_cut_a_backoff_short(world: World) -
     controller._updated(echo, edited)
     assert controller.queue.get(0) == key  # a spec change is looked at at once
     controller.sources.close()
+
+
+def test_its_writes_are_recorded_as_its_account_and_audited(
+    world: World, settings: Any, tmp_path: Path
+) -> None:
+    from runtimes.accounts import auditlog
+    from runtimes.accounts.access import CONTROLLER_ACCOUNT
+    from runtimes.storage.models import Event
+
+    settings.NODUS_AUDIT_LOG = str(tmp_path / "audit.log")
+    image = publish(world.layout, f"{LAYOUT_REGISTRY}/trainers/audited:1", key=world.key)
+    with running(Controller(world.config)):
+        retrying(lambda: create_runtime("nodus", "audited", image))
+        wait_for(lambda: phase("nodus", "audited") == "Ready")
+    actors = set(
+        Event.objects.filter(name="audited", type="MODIFIED").values_list("actor", flat=True)
+    )
+    assert actors == {CONTROLLER_ACCOUNT}
+    auditlog.flush()
+    lines = [json.loads(line) for line in (tmp_path / "audit.log").read_text().splitlines()]
+    status_writes = [
+        e
+        for e in lines
+        if e.get("objectRef", {}).get("name") == "audited" and e["verb"] == "update"
+    ]
+    assert status_writes
+    assert status_writes[0]["user"]["username"] == CONTROLLER_ACCOUNT
+    assert status_writes[0]["objectRef"]["apiGroup"] == "nodus.dev"
