@@ -49,7 +49,7 @@ class OidcConfig:
 @functools.cache
 def config() -> OidcConfig | None:
     """The configured provider, or None when OIDC is off."""
-    issuer = getattr(settings, "NODUS_OIDC_ISSUER_URL", "")
+    issuer = settings.NODUS_OIDC_ISSUER_URL
     if not issuer:
         return None
     return OidcConfig(
