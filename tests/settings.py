@@ -26,9 +26,3 @@ NODUS_TOKEN_TOUCH_SECONDS = 0
 # The actors fixture hashes a password per actor per test; PBKDF2 would cost seconds a test.
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
-# The test database is a file, configured as shipped (WAL, the busy timeout), not Django's
-# in-memory shared-cache database: threads then wait for a writer as the server's do, where
-# shared cache would fail at once with "database table is locked". pytest-xdist gives each
-# worker a file of its own.
-if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":  # noqa: F405
-    DATABASES["default"]["TEST"] = {"NAME": str(DATA_DIR / "test.sqlite3")}  # noqa: F405
