@@ -9,13 +9,14 @@ of a revision only after its transaction commits (`runtimes.storage.events`).
 from __future__ import annotations
 
 import copy
+import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
-from django.db import connection, transaction
+from django.db import OperationalError, connection, transaction
 from django.utils import timezone
 
 from runtimes.apimachinery import errors, ownership
@@ -484,7 +485,37 @@ def _for_update() -> str:
     return " FOR UPDATE" if connection.features.has_select_for_update else ""
 
 
+# A write that meets a lock (SQLite's "database table is locked" or "database is locked" past
+# its busy timeout) is tried again, its transaction rolled back each time; still locked, it is
+# answered 503 with Retry-After, never a 500.
+LOCK_RETRIES = 6
+
+
 def _commit(
+    rt: StoredKind,
+    ns: str,
+    name: str,
+    expected: int | None,
+    new: Obj | None,
+    gone: Obj | None,
+) -> int:
+    """`_commit_once`, again while the database says it is locked (then 503)."""
+    for attempt in range(LOCK_RETRIES):
+        try:
+            return _commit_once(rt, ns, name, expected, new, gone)
+        except OperationalError as error:
+            if "locked" not in str(error):
+                raise
+            time.sleep(0.02 * 2**attempt)
+    raise errors.ApiError(
+        "ServiceUnavailable",
+        "the database is busy: the write was not made; try again",
+        retry_after=1,
+        fix="Retry the request after a second; nothing was written.",
+    )
+
+
+def _commit_once(
     rt: StoredKind,
     ns: str,
     name: str,

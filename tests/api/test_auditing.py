@@ -114,7 +114,7 @@ def test_it_records_a_throttled_token_as_429(audit_log: Path, actors: Any) -> No
     assert [e["responseStatus"]["code"] for e in events] == codes
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
 async def test_it_records_a_refused_websocket_watch(audit_log: Path) -> None:
     from channels.testing import WebsocketCommunicator
 

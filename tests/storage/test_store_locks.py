@@ -1,0 +1,60 @@
+"""A write that meets a locked database is tried again, and answered 503 if it stays locked:
+never a 500 (SQLite's shared-cache database, as the in-process tests run, locks at once)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+from django.db import connection, transaction
+
+from runtimes.apimachinery.errors import ApiError
+from runtimes.registry.kinds import TRAINING_RUNTIMES
+from runtimes.storage import store
+from runtimes.storage.models import RevisionCounter
+from tests.support.api import runtime_manifest
+
+pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
+
+
+@contextmanager
+def counter_locked_for(seconds: float) -> Iterator[None]:
+    """Another connection holds the revision counter in an open write for `seconds`."""
+    locked = threading.Event()
+
+    def hold() -> None:
+        try:
+            with transaction.atomic():
+                RevisionCounter.objects.filter(id=1).update(
+                    value=RevisionCounter.objects.get(id=1).value
+                )
+                locked.set()
+                time.sleep(seconds)
+        finally:
+            connection.close()
+
+    holder = threading.Thread(target=hold, daemon=True)
+    holder.start()
+    assert locked.wait(5)
+    try:
+        yield
+    finally:
+        holder.join(10)
+
+
+def test_a_write_waits_out_a_short_lock(actors: object) -> None:
+    with counter_locked_for(0.1):
+        created = store.create(TRAINING_RUNTIMES, "demo", runtime_manifest("after-lock")).object
+    assert created["metadata"]["name"] == "after-lock"
+
+
+def test_a_write_still_locked_is_503_and_writes_nothing(actors: object) -> None:
+    with counter_locked_for(3.0), pytest.raises(ApiError) as refused:
+        store.create(TRAINING_RUNTIMES, "demo", runtime_manifest("never"))
+    assert (refused.value.reason, refused.value.code) == ("ServiceUnavailable", 503)
+    assert refused.value.retry_after == 1
+    with pytest.raises(ApiError):
+        store.get(TRAINING_RUNTIMES, "demo", "never")
