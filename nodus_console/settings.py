@@ -219,6 +219,8 @@ SESSION_COOKIE_SAMESITE = "Lax"
 # The console sends the token from the page (hx-headers), never from script reading the cookie.
 CSRF_COOKIE_HTTPONLY = True
 CSRF_COOKIE_SAMESITE = "Lax"
+# Django's 403 page, with the reason put on the request's access line.
+CSRF_FAILURE_VIEW = "runtimes.console.views.csrf_failure"
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
@@ -325,6 +327,8 @@ LOGGING = {
             "propagate": False,
         },
         "django.request": {"handlers": ["console"], "level": "ERROR", "propagate": False},
+        # A CSRF refusal is told once, by the access line (with its reason), not twice.
+        "django.security.csrf": {"handlers": ["console"], "level": "ERROR", "propagate": False},
     },
 }
 
