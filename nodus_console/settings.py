@@ -301,6 +301,10 @@ NODUS_ACCESS_CACHE_SECONDS = float(os.environ.get("NODUS_ACCESS_CACHE_SECONDS", 
 NODUS_TOKEN_TOUCH_SECONDS = float(os.environ.get("NODUS_TOKEN_TOUCH_SECONDS", 10.0))
 NODUS_STREAM_POLL_SECONDS = float(os.environ.get("NODUS_STREAM_POLL_SECONDS", 1.0))
 NODUS_STREAM_RECHECK_SECONDS = float(os.environ.get("NODUS_STREAM_RECHECK_SECONDS", 30))
+# Every process reads the stored access epoch this often (one read per process, not per stream),
+# so an access change made by any process, a CLI included, reaches its streams without Redis
+# (runtimes.accounts.revocation).
+NODUS_REVOCATION_POLL_SECONDS = float(os.environ.get("NODUS_REVOCATION_POLL_SECONDS", 1.0))
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
