@@ -305,6 +305,9 @@ NODUS_STREAM_RECHECK_SECONDS = float(os.environ.get("NODUS_STREAM_RECHECK_SECOND
 # so an access change made by any process, a CLI included, reaches its streams without Redis
 # (runtimes.accounts.revocation).
 NODUS_REVOCATION_POLL_SECONDS = float(os.environ.get("NODUS_REVOCATION_POLL_SECONDS", 1.0))
+# `serve --workers N` replaces a dead worker at once, and one that keeps dying after waits
+# doubling from 0.5 s up to this long (runtimes.api.supervisor).
+NODUS_WORKER_BACKOFF_MAX_SECONDS = float(os.environ.get("NODUS_WORKER_BACKOFF_MAX_SECONDS", 30))
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [

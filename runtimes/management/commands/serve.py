@@ -6,9 +6,10 @@ self-signed certificate (client-go sends bearer tokens only over TLS, so kubectl
 port), and prints the URLs, how to log in and how to point kubectl here. Both listeners bound
 every request's size and time (`runtimes.api.serving`).
 
-SIGTERM (or Ctrl-C) shuts down cleanly within ``NODUS_SHUTDOWN_SECONDS`` (10): no new
-connections, watches end as streams end, requests in flight are answered, then the process exits
-(``runtimes.api.draining``).
+With `--workers N` this process supervises N worker processes behind the same ports, replacing
+one that dies (`runtimes.api.supervisor`). SIGTERM (or Ctrl-C) shuts down cleanly within
+``NODUS_SHUTDOWN_SECONDS`` (10): no new connections, watches end as streams end, requests in
+flight are answered, then the process exits (``runtimes.api.draining``).
 """
 
 from __future__ import annotations
@@ -16,10 +17,7 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
-import signal
-import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -170,46 +168,30 @@ class Command(BaseCommand):
         server.run()
 
     def supervise(self, workers: int, host: str, port: int, tls_port: int) -> None:
-        """Starts `workers` processes on the same two ports (SO_REUSEPORT; the kernel spreads
-        connections across them), runs the embedded controller here (one for all of them),
-        passes SIGTERM/SIGINT on, and exits when they have, within NODUS_SHUTDOWN_SECONDS."""
+        """Keeps `workers` processes serving on the same two ports (SO_REUSEPORT; the kernel
+        spreads connections across them), replacing any that dies (`runtimes.api.supervisor`),
+        runs the embedded controller here (one for all of them), passes SIGTERM/SIGINT on, and
+        exits when they have, within NODUS_SHUTDOWN_SECONDS."""
+        from runtimes.api.supervisor import Backoff, Supervisor
+
         env = {**os.environ, SHARED_PORTS: "1", "NODUS_EMBEDDED_CONTROLLER": "0"}
         command = [sys.executable, sys.argv[0], "serve", "--worker"]
         command += ["--host", host, "--port", str(port), "--tls-port", str(tls_port)]
-        children = [subprocess.Popen(command, env=env) for _ in range(workers)]
-        self.stdout.write(
-            f"  workers:     {workers} (pids {', '.join(str(c.pid) for c in children)})"
+        supervisor = Supervisor(
+            command,
+            env,
+            workers,
+            settings.DATA_DIR / "workers.json",
+            Backoff(cap=settings.NODUS_WORKER_BACKOFF_MAX_SECONDS),
+            say=self._say,
         )
+        pids = supervisor.start()
+        self.stdout.write(f"  workers:     {workers} (pids {', '.join(str(p) for p in pids)})")
         self.stdout.flush()
         with embedded_controller(settings.NODUS_EMBEDDED_CONTROLLER):
-            stopped = self._wait_for(children)
-        codes = [child.wait() for child in children]
-        sys.exit(0 if stopped and not any(codes) else 1)
+            clean = supervisor.run(settings.NODUS_SHUTDOWN_SECONDS)
+        sys.exit(0 if clean else 1)
 
-    def _wait_for(self, children: list[subprocess.Popen[bytes]]) -> bool:
-        """Passes SIGTERM/SIGINT on to `children` and waits for them (NODUS_SHUTDOWN_SECONDS,
-        then kills); a child that exits by itself stops the others. Whether they were
-        stopped."""
-        stopping: list[int] = []
-
-        def pass_on(signum: int, _frame: Any) -> None:
-            stopping.append(signum)
-            for child in children:
-                if child.poll() is None:
-                    child.send_signal(signum)
-
-        signal.signal(signal.SIGTERM, pass_on)
-        signal.signal(signal.SIGINT, pass_on)
-        while not stopping and all(child.poll() is None for child in children):
-            time.sleep(0.2)
-        if not stopping:  # a worker died: stop the others too, and say so
-            dead = [str(child.pid) for child in children if child.poll() is not None]
-            self.stderr.write(f"worker {', '.join(dead)} exited: stopping the others")
-            pass_on(signal.SIGTERM, None)
-        deadline = time.monotonic() + settings.NODUS_SHUTDOWN_SECONDS
-        for child in children:
-            try:
-                child.wait(max(deadline - time.monotonic(), 0.1))
-            except subprocess.TimeoutExpired:
-                child.kill()
-        return bool(stopping)
+    def _say(self, line: str) -> None:
+        self.stderr.write(line)
+        self.stderr.flush()

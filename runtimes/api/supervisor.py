@@ -1,0 +1,159 @@
+"""`serve --workers N`: keeps N worker processes serving, as gunicorn's arbiter does.
+
+A worker that dies (a crash, an OOM kill, kill -9) is replaced at once while the others keep
+serving: the kernel spreads new connections over the listeners still open (SO_REUSEPORT), so
+only the connections the dead worker held are lost, and a write it acknowledged was committed
+first. A worker that keeps dying soon after it starts is a crash loop: its replacements wait
+longer each time (`Backoff`: 0.5 s doubling to `NODUS_WORKER_BACKOFF_MAX_SECONDS`, 30), and a
+worker that served for `STABLE_SECONDS` starts the count afresh. SIGTERM (or SIGINT) goes to
+every worker, which drains (`runtimes.api.draining`); none is replaced from then on, and any still
+running after `NODUS_SHUTDOWN_SECONDS` is killed.
+
+The pool's state (how many workers were asked for, how many live) is written to a small JSON
+file the workers' `/readyz` reads (`runtimes.api.health.worker_pool`): fewer live workers than
+asked fails its `workers` check.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger("nodus.supervisor")
+
+# Set for the workers: the file their /readyz reads the pool's state from.
+POOL_FILE = "NODUS_WORKER_POOL_FILE"
+# A worker that served this long before it died was not crash-looping.
+STABLE_SECONDS = 10.0
+TICK_SECONDS = 0.1
+
+
+@dataclass(frozen=True)
+class Backoff:
+    """How long a worker's replacement waits after `failures` quick deaths in a row: the first
+    is replaced at once, then `base`, doubling, at most `cap`."""
+
+    base: float = 0.5
+    cap: float = 30.0
+
+    def delay(self, failures: int) -> float:
+        if failures <= 1:
+            return 0.0
+        return float(min(self.cap, self.base * 2 ** (failures - 2)))
+
+
+@dataclass
+class Slot:
+    """One of the N places in the pool, and the worker now in it."""
+
+    index: int
+    process: subprocess.Popen[bytes] | None = None
+    started_at: float = 0.0
+    failures: int = 0  # quick deaths in a row
+    restart_at: float | None = None  # when the next worker starts, after a death
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+
+@dataclass
+class Supervisor:
+    command: Sequence[str]
+    env: dict[str, str]
+    workers: int
+    pool_file: Path
+    backoff: Backoff = field(default_factory=Backoff)
+    say: Callable[[str], None] = log.warning
+    slots: list[Slot] = field(default_factory=list)
+    stopping: list[int] = field(default_factory=list)
+
+    def start(self) -> list[int]:
+        """Starts every worker; their pids."""
+        self.slots = [Slot(index) for index in range(self.workers)]
+        for slot in self.slots:
+            self._spawn(slot)
+        self._write_pool()
+        return [slot.process.pid for slot in self.slots if slot.process is not None]
+
+    def _spawn(self, slot: Slot) -> None:
+        env = {**self.env, POOL_FILE: str(self.pool_file)}
+        slot.process = subprocess.Popen(list(self.command), env=env)
+        slot.started_at = time.monotonic()
+        slot.restart_at = None
+
+    def pids(self) -> list[int]:
+        return [slot.process.pid for slot in self.slots if slot.alive() and slot.process]
+
+    def _write_pool(self) -> None:
+        state = {"asked": self.workers, "live": len(self.pids()), "pids": self.pids()}
+        temporary = self.pool_file.with_suffix(".tmp")
+        temporary.write_text(json.dumps(state))
+        os.replace(temporary, self.pool_file)  # atomic: a reader sees the old or the new state
+
+    def tick(self) -> None:
+        """Notices dead workers and starts the replacements that are due."""
+        now = time.monotonic()
+        changed = False
+        for slot in self.slots:
+            process = slot.process
+            if process is not None and process.poll() is not None and slot.restart_at is None:
+                lived = now - slot.started_at
+                slot.failures = 1 if lived >= STABLE_SECONDS else slot.failures + 1
+                delay = self.backoff.delay(slot.failures)
+                slot.restart_at = now + delay
+                self.say(
+                    f"worker {process.pid} exited with {process.returncode} after {lived:.1f} s: "
+                    f"replacing it in {delay:.1f} s"
+                )
+                changed = True
+            if slot.restart_at is not None and now >= slot.restart_at:
+                self._spawn(slot)
+                assert slot.process is not None
+                self.say(f"worker {slot.process.pid} started in place of the dead one")
+                changed = True
+        if changed:
+            self._write_pool()
+
+    def pass_on(self, signum: int, _frame: Any = None) -> None:
+        """SIGTERM/SIGINT: every worker drains; none is replaced any more."""
+        self.stopping.append(signum)
+        for slot in self.slots:
+            if slot.alive() and slot.process is not None:
+                slot.process.send_signal(signum)
+
+    def run(self, shutdown_seconds: float) -> bool:
+        """Supervises until SIGTERM or SIGINT, then waits for the workers (killing any left after
+        `shutdown_seconds`). Whether every worker ended cleanly."""
+        signal.signal(signal.SIGTERM, self.pass_on)
+        signal.signal(signal.SIGINT, self.pass_on)
+        while not self.stopping:
+            self.tick()
+            time.sleep(TICK_SECONDS)
+        deadline = time.monotonic() + shutdown_seconds
+        clean = True
+        for slot in self.slots:
+            if slot.process is None:
+                continue
+            try:
+                code = slot.process.wait(max(deadline - time.monotonic(), 0.1))
+            except subprocess.TimeoutExpired:
+                slot.process.kill()
+                slot.process.wait()
+                code = -1
+            clean = clean and code == 0
+        self.pool_file.unlink(missing_ok=True)
+        return clean
+
+
+def pool_state(path: str) -> tuple[int, int]:
+    """(asked, live) from the pool file the supervisor writes."""
+    state = json.loads(Path(path).read_text())
+    return int(state["asked"]), int(state["live"])
