@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.support import liveserver
+from tests.support import liveserver, services
 from tests.support.api import runtime_manifest
 from tests.support.liveserver import PYTHON, REPO, LiveServer
 from tests.support.manage import manage, manage_in
@@ -80,7 +80,38 @@ def items_by_name(answer: httpx.Response) -> dict[str, dict[str, object]]:
 def test_a_backup_taken_under_writes_restores_every_object_at_its_revision(
     server: LiveServer, tmp_path: Path
 ) -> None:
-    backup = tmp_path / "nodus.backup"
+    restored_dir = tmp_path / "restored"
+    restored_dir.mkdir()
+    round_trip(server, tmp_path / "nodus.backup", restored_dir)
+
+
+@pytest.mark.services
+def test_a_postgresql_backup_restores_every_object_at_its_revision(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with (
+        services.temp_database("nodus_backup") as source,
+        services.temp_database("nodus_restore") as target,
+    ):
+        source_dir, restored_dir = tmp_path / "source", tmp_path / "restored"
+        urls = {source_dir: source, restored_dir: target}
+        plain = liveserver.server_environment
+
+        def environment(data_dir: Path) -> dict[str, str]:
+            return {**plain(data_dir), "DATABASE_URL": urls[data_dir]}
+
+        monkeypatch.setattr(liveserver, "server_environment", environment)
+        for folder in urls:
+            folder.mkdir()
+        original = liveserver.start(source_dir, liveserver.prepare(source_dir))
+        try:
+            round_trip(original, tmp_path / "nodus.backup", restored_dir)
+        finally:
+            liveserver.stop(original)
+
+
+def round_trip(server: LiveServer, backup: Path, restored_dir: Path) -> None:
+    """Backs `server` up under writes, restores into `restored_dir`'s store and checks it."""
     with server.client("alice") as alice:
         writer = Writer(alice)
         try:
@@ -94,8 +125,6 @@ def test_a_backup_taken_under_writes_restores_every_object_at_its_revision(
             writer.finish()
         assert backup.stat().st_mode & 0o077 == 0  # it holds password hashes
 
-        restored_dir = tmp_path / "restored"
-        restored_dir.mkdir()
         done = restore_in(restored_dir, backup)
         assert done.returncode == 0, done.stderr
         continues_from = int(re.findall(r"continue from (\d+)", done.stdout)[0])
