@@ -31,7 +31,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.signals import user_logged_out
-from django.db import connections, transaction
+from django.db import close_old_connections, connections, transaction
 from django.db.models import F
 from django.db.models.signals import post_delete, post_save
 
@@ -96,6 +96,9 @@ class StoredEpochReader:
         while True:
             try:
                 self.read()
+                # As after a request: a pooled PostgreSQL connection goes back to the pool
+                # (CONN_MAX_AGE 0) rather than being held by this thread; SQLite's is kept.
+                close_old_connections()
             except Exception:  # the database away for a moment: the next read catches up
                 log.debug("could not read the access epoch", exc_info=True)
                 connections.close_all()  # this thread's connections, to reconnect afresh
