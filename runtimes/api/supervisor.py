@@ -1,17 +1,12 @@
 """`serve --workers N`: keeps N worker processes serving, as gunicorn's arbiter does.
 
-A worker that dies (a crash, an OOM kill, kill -9) is replaced at once while the others keep
-serving: the kernel spreads new connections over the listeners still open (SO_REUSEPORT), so
-only the connections the dead worker held are lost, and a write it acknowledged was committed
-first. A worker that keeps dying soon after it starts is a crash loop: its replacements wait
-longer each time (`Backoff`: 0.5 s doubling to `NODUS_WORKER_BACKOFF_MAX_SECONDS`, 30), and a
-worker that served for `STABLE_SECONDS` starts the count afresh. SIGTERM (or SIGINT) goes to
-every worker, which drains (`runtimes.api.draining`); none is replaced from then on, and any still
-running after `NODUS_SHUTDOWN_SECONDS` is killed.
-
-The pool's state (how many workers were asked for, how many live) is written to a small JSON
-file the workers' `/readyz` reads (`runtimes.api.health.worker_pool`): fewer live workers than
-asked fails its `workers` check.
+A dead worker (a crash, an OOM kill, kill -9) is replaced at once while the others serve on the
+shared ports (SO_REUSEPORT). Booting one takes seconds, so one more waits booted in standby and
+takes the dead one's place at the parent's word (a line on its stdin). A crash loop backs off
+(`Backoff`, capped at `NODUS_WORKER_BACKOFF_MAX_SECONDS`); a worker that served `STABLE_SECONDS`
+starts the count afresh. SIGTERM/SIGINT drain every worker (`runtimes.api.draining`), with no
+replacements after. The pool's state goes to a JSON file the workers' `/readyz` reads
+(`runtimes.api.health.worker_pool`): fewer live than asked fails its `workers` check.
 """
 
 from __future__ import annotations
@@ -74,20 +69,42 @@ class Supervisor:
     say: Callable[[str], None] = log.warning
     slots: list[Slot] = field(default_factory=list)
     stopping: list[int] = field(default_factory=list)
+    standby: bool = True  # keep a booted worker waiting to replace a dead one
+    spare: Slot = field(default_factory=lambda: Slot(-1))
 
     def start(self) -> list[int]:
         """Starts every worker; their pids."""
         self.slots = [Slot(index) for index in range(self.workers)]
         for slot in self.slots:
             self._spawn(slot)
+        if self.standby:
+            self._spawn(self.spare)
         self._write_pool()
         return [slot.process.pid for slot in self.slots if slot.process is not None]
 
     def _spawn(self, slot: Slot) -> None:
         env = {**self.env, POOL_FILE: str(self.pool_file)}
-        slot.process = subprocess.Popen(list(self.command), env=env)
+        if slot is self.spare:
+            command = [*self.command, "--standby"]
+            slot.process = subprocess.Popen(command, env=env, stdin=subprocess.PIPE)
+        else:
+            slot.process = subprocess.Popen(list(self.command), env=env)
         slot.started_at = time.monotonic()
         slot.restart_at = None
+
+    def _promote(self, slot: Slot) -> bool:
+        """Puts the booted standby in `slot`'s place; whether there was one to put."""
+        spare = self.spare.process
+        if spare is None or spare.poll() is not None or spare.stdin is None:
+            return False
+        try:
+            spare.stdin.write(b"serve\n")
+            spare.stdin.close()
+        except OSError:  # it died just now
+            return False
+        slot.process, slot.started_at, slot.restart_at = spare, time.monotonic(), None
+        self.spare.process, self.spare.restart_at = None, time.monotonic()
+        return True
 
     def pids(self) -> list[int]:
         return [slot.process.pid for slot in self.slots if slot.alive() and slot.process]
@@ -115,12 +132,29 @@ class Supervisor:
                 )
                 changed = True
             if slot.restart_at is not None and now >= slot.restart_at:
-                self._spawn(slot)
+                promoted = self._promote(slot)
+                if not promoted:
+                    self._spawn(slot)
                 assert slot.process is not None
-                self.say(f"worker {slot.process.pid} started in place of the dead one")
+                how = "the standby worker" if promoted else "worker"
+                self.say(f"{how} {slot.process.pid} serves in place of the dead one")
                 changed = True
+        if self.standby:
+            self._keep_spare(now)
         if changed:
             self._write_pool()
+
+    def _keep_spare(self, now: float) -> None:
+        """Boots a new standby after a promotion, or (backing off) after one that died."""
+        spare = self.spare
+        process = spare.process
+        if process is not None and process.poll() is not None and spare.restart_at is None:
+            lived = now - spare.started_at
+            spare.failures = 1 if lived >= STABLE_SECONDS else spare.failures + 1
+            spare.restart_at = now + self.backoff.delay(spare.failures)
+            self.say(f"standby worker {process.pid} exited with {process.returncode}")
+        if spare.restart_at is not None and now >= spare.restart_at:
+            self._spawn(spare)
 
     def pass_on(self, signum: int, _frame: Any = None) -> None:
         """SIGTERM/SIGINT: every worker drains; none is replaced any more."""
@@ -128,6 +162,9 @@ class Supervisor:
         for slot in self.slots:
             if slot.alive() and slot.process is not None:
                 slot.process.send_signal(signum)
+        spare = self.spare.process
+        if spare is not None and spare.poll() is None and spare.stdin is not None:
+            spare.stdin.close()  # no word: the standby exits without listening
 
     def run(self, shutdown_seconds: float) -> bool:
         """Supervises until SIGTERM or SIGINT, then waits for the workers (killing any left after
@@ -139,7 +176,7 @@ class Supervisor:
             time.sleep(TICK_SECONDS)
         deadline = time.monotonic() + shutdown_seconds
         clean = True
-        for slot in self.slots:
+        for slot in [*self.slots, self.spare]:
             if slot.process is None:
                 continue
             try:
@@ -148,7 +185,8 @@ class Supervisor:
                 slot.process.kill()
                 slot.process.wait()
                 code = -1
-            clean = clean and code == 0
+            # A standby still booting served nobody: killing it loses nothing.
+            clean = clean and (code == 0 or slot is self.spare)
         self.pool_file.unlink(missing_ok=True)
         return clean
 

@@ -30,6 +30,7 @@ def test_a_worker_that_keeps_dying_is_replaced_with_growing_waits(tmp_path: Path
         tmp_path / "workers.json",
         Backoff(base=0.2, cap=0.4),
         say=lines.append,
+        standby=False,
     )
     supervisor.start()
     deadline = time.monotonic() + 30

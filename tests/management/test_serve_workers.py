@@ -106,8 +106,10 @@ def test_killing_a_worker_under_write_load_loses_no_acknowledged_write(tmp_path:
         print(f"\nworker {victim} killed: {replacement} listening instead in {replaced_in:.2f} s")
         assert parent.poll() is None, log[-3000:]
         assert f"worker {victim} exited with -9" in log
-        # The server served throughout: writes were acknowledged while the victim was gone.
-        assert any(killed_at < when < killed_at + replaced_in for when, _ in load.acknowledged)
+        # The server served throughout: each client lost at most the one request the victim
+        # held (a fresh connection each time), and went on being answered.
+        assert len(load.failed) <= 1, load.failed
+        assert sum(not ok for _, ok in load.livez) <= 1
         assert any(killed_at < when and ok for when, ok in load.livez)
         # No acknowledged write is lost.
         with httpx.Client(

@@ -82,9 +82,12 @@ class Command(BaseCommand):
         )
         # Internal: one of `--workers`' processes; the parent migrated, seeded and printed.
         parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+        # Internal: a worker that boots, then waits for the parent's word before it listens.
+        parser.add_argument("--standby", action="store_true", help=argparse.SUPPRESS)
 
     def handle(self, *args: Any, **options: Any) -> None:
         if options["worker"]:
+            self.standby = options["standby"]
             self.serve(options["host"], options["port"], options["tls_port"], controller=False)
             return
         call_command("migrate", interactive=False, verbosity=0)
@@ -160,6 +163,8 @@ class Command(BaseCommand):
         twisted_loop.set_default_executor(
             ThreadPoolExecutor(max_workers=executor_threads(), thread_name_prefix="asgi")
         )
+        if getattr(self, "standby", False) and not sys.stdin.buffer.readline():
+            return  # the parent closed our stdin without a word: not needed after all
         draining.terminate_on_signals(settings.NODUS_SHUTDOWN_SECONDS)
         # Threads hand the interpreter lock over every NODUS_SWITCH_INTERVAL_MS (1; Python's
         # default is 5): a request waits about that long, not five times as long, each time
