@@ -16,6 +16,7 @@ import logging
 import os
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -84,11 +85,15 @@ class Supervisor:
 
     def _spawn(self, slot: Slot) -> None:
         env = {**self.env, POOL_FILE: str(self.pool_file)}
+        # Their own process group: Ctrl-C reaches the parent only, which passes it on once (a
+        # worker given SIGINT twice would skip its drain).
         if slot is self.spare:
             command = [*self.command, "--standby"]
-            slot.process = subprocess.Popen(command, env=env, stdin=subprocess.PIPE)
+            slot.process = subprocess.Popen(
+                command, env=env, stdin=subprocess.PIPE, process_group=0
+            )
         else:
-            slot.process = subprocess.Popen(list(self.command), env=env)
+            slot.process = subprocess.Popen(list(self.command), env=env, process_group=0)
         slot.started_at = time.monotonic()
         slot.restart_at = None
 
@@ -189,6 +194,20 @@ class Supervisor:
             clean = clean and (code == 0 or slot is self.spare)
         self.pool_file.unlink(missing_ok=True)
         return clean
+
+
+def exit_with_parent(every: float = 1.0) -> None:
+    """In a worker: drains and exits (SIGTERM to itself) once its supervisor is gone, rather
+    than serve on unsupervised (its own process group no longer gets the terminal's Ctrl-C)."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(every)
+        log.warning("the supervisor %s is gone: draining and exiting", parent)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, name="nodus-parent-watch", daemon=True).start()
 
 
 def pool_state(path: str) -> tuple[int, int]:

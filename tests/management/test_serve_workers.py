@@ -122,3 +122,17 @@ def test_killing_a_worker_under_write_load_loses_no_acknowledged_write(tmp_path:
         parent.send_signal(signal.SIGTERM)
         assert parent.wait(30) == 0, (data / "serve.log").read_text()[-3000:]
         assert not listeners(port)
+
+
+def test_workers_drain_and_exit_when_their_supervisor_is_killed(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    prepare(data)
+    with serve_command(data, WORKERS="2") as (parent, port):
+        wait_for(lambda: len(listeners(port)) == 2, 120)
+        parent.kill()
+        parent.wait(10)
+        # Not left serving unsupervised: every worker drains and exits.
+        wait_for(lambda: not listeners(port), 60)
+        log = (data / "serve.log").read_text()
+    assert log.count(f"the supervisor {parent.pid} is gone") >= 2, log[-3000:]

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
+import signal
 import sys
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -87,6 +88,9 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         if options["worker"]:
+            from runtimes.api.supervisor import exit_with_parent
+
+            exit_with_parent()
             self.standby = options["standby"]
             self.serve(options["host"], options["port"], options["tls_port"], controller=False)
             return
@@ -163,7 +167,7 @@ class Command(BaseCommand):
         twisted_loop.set_default_executor(
             ThreadPoolExecutor(max_workers=executor_threads(), thread_name_prefix="asgi")
         )
-        if getattr(self, "standby", False) and not sys.stdin.buffer.readline():
+        if getattr(self, "standby", False) and not self._promoted():
             return  # the parent closed our stdin without a word: not needed after all
         draining.terminate_on_signals(settings.NODUS_SHUTDOWN_SECONDS)
         # Threads hand the interpreter lock over every NODUS_SWITCH_INTERVAL_MS (1; Python's
@@ -171,6 +175,15 @@ class Command(BaseCommand):
         # it wants the lock back from a busy thread (the embedded controller, a big list).
         sys.setswitchinterval(settings.NODUS_SWITCH_INTERVAL_MS / 1000)
         server.run()
+
+    def _promoted(self) -> bool:
+        """A standby waits, booted, for the parent's word; whether it came. Ctrl-C reaches the
+        whole process group: the parent answers it by closing our stdin, so ignore it here."""
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            return bool(sys.stdin.buffer.readline())
+        finally:
+            signal.signal(signal.SIGINT, previous)
 
     def supervise(self, workers: int, host: str, port: int, tls_port: int) -> None:
         """Keeps `workers` processes serving on the same two ports (SO_REUSEPORT; the kernel
