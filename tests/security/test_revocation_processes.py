@@ -1,8 +1,9 @@
 """Revocation made by another process reaches a server's open streams, without Redis.
 
-The live server runs embedded (SQLite, the in-memory channel layer: no nudge crosses processes),
-and each change is made by a separate `manage.py` process beside it, as an operator makes it:
-`revoketoken`, and `manage.py shell` removing a role binding or deactivating a user. The stored
+The live server runs without Redis (the in-memory channel layer: no nudge crosses processes), on
+SQLite as embedded and on PostgreSQL, and each change is made by a separate `manage.py` process
+beside it, as an operator makes it: `revoketoken`, and `manage.py shell` removing a role binding
+or deactivating a user. The stored
 access epoch, which the server reads once a second, must end the streams within 5 seconds, long
 before the 30 s backstop check could.
 """
@@ -26,10 +27,31 @@ from tests.security.test_revocation import (
     ws_end,
     ws_watch,
 )
+from tests.support import liveserver, services
 from tests.support.liveserver import LiveServer
 from tests.support.manage import add_member, manage, shell
 from tests.support.signin import signed_in
 from tests.support.watch_live import DEMO, Watcher, manifest
+
+MARK = pytest.mark.services
+
+
+@pytest.fixture(scope="module", params=["sqlite", pytest.param("postgresql", marks=MARK)])
+def server(request: pytest.FixtureRequest) -> Iterator[LiveServer]:
+    """A live server without Redis: on its SQLite file, or on PostgreSQL."""
+    if request.param == "sqlite":
+        yield from liveserver.serve("nodus-revoke-cli-")
+        return
+    with services.temp_database("nodus_revoke_cli") as database_url:
+        plain = liveserver.server_environment
+        liveserver.server_environment = lambda data_dir: {
+            **plain(data_dir),
+            "DATABASE_URL": database_url,
+        }
+        try:
+            yield from liveserver.serve("nodus-revoke-cli-")
+        finally:
+            liveserver.server_environment = plain
 
 
 @pytest.fixture
@@ -44,9 +66,8 @@ def stack() -> Iterator[ExitStack]:
 
 
 def test_revoketoken_in_another_process_ends_http_and_websocket_watches(
-    daphne_server: LiveServer, tag: str, stack: ExitStack
+    server: LiveServer, tag: str, stack: ExitStack
 ) -> None:
-    server = daphne_server
     name = f"cli-{tag}"
     token = manage(server, "createtoken", "--user", "alice", "--name", name).strip()
     with bearer(server, token) as doomed:
@@ -68,9 +89,8 @@ def test_revoketoken_in_another_process_ends_http_and_websocket_watches(
 
 
 def test_a_role_binding_removed_in_a_shell_ends_the_members_streams(
-    daphne_server: LiveServer, tag: str, stack: ExitStack
+    server: LiveServer, tag: str, stack: ExitStack
 ) -> None:
-    server = daphne_server
     member = f"gina{tag}"
     token = add_member(server, member, "viewer")
     with bearer(server, token) as gina, bearer(server, server.tokens["alice"]) as alice:
@@ -94,9 +114,8 @@ def test_a_role_binding_removed_in_a_shell_ends_the_members_streams(
 
 
 def test_a_user_deactivated_in_a_shell_loses_every_stream(
-    daphne_server: LiveServer, tag: str, stack: ExitStack
+    server: LiveServer, tag: str, stack: ExitStack
 ) -> None:
-    server = daphne_server
     member = f"hank{tag}"
     token = add_member(server, member, "editor")
     with bearer(server, token) as hank:
