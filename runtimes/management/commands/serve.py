@@ -69,6 +69,7 @@ def kubeconfig_command(user: str, server: str) -> str:
 
 class Command(BaseCommand):
     help = "Migrate, seed and serve HTTP + websockets with daphne (embedded default)."
+    standby = False  # a worker booted ahead, waiting for the parent's word before it listens
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
@@ -167,7 +168,7 @@ class Command(BaseCommand):
         twisted_loop.set_default_executor(
             ThreadPoolExecutor(max_workers=executor_threads(), thread_name_prefix="asgi")
         )
-        if getattr(self, "standby", False) and not self._promoted():
+        if self.standby and not self._promoted():
             return  # the parent closed our stdin without a word: not needed after all
         draining.terminate_on_signals(settings.NODUS_SHUTDOWN_SECONDS)
         # Threads hand the interpreter lock over every NODUS_SWITCH_INTERVAL_MS (1; Python's
@@ -177,8 +178,8 @@ class Command(BaseCommand):
         server.run()
 
     def _promoted(self) -> bool:
-        """A standby waits, booted, for the parent's word; whether it came. Ctrl-C reaches the
-        whole process group: the parent answers it by closing our stdin, so ignore it here."""
+        """A standby waits, booted, for the parent's word; whether it came. A SIGINT meanwhile
+        (a Ctrl-C sent to every process) is the parent's to answer: it closes our stdin."""
         previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
         try:
             return bool(sys.stdin.buffer.readline())
