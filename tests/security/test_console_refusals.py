@@ -16,6 +16,7 @@ import pytest
 from django.urls import URLPattern
 
 from runtimes.console.urls import urlpatterns
+from tests.security.conftest import livez_stays_up, run_in_threads
 from tests.support import liveserver
 from tests.support.liveserver import LiveServer
 from tests.support.signin import signed_in
@@ -105,3 +106,19 @@ def test_it_refuses_a_signed_in_users_cross_site_post_with_403(
     assert answer.status_code == 403
     told_once(server, answer)
     assert still.status_code == 200  # nothing was done: not even signed out
+
+
+def test_a_flood_of_refused_posts_leaves_the_server_answering(server: LiveServer) -> None:
+    """What filled the log and the error monitoring before: every form, from eight clients."""
+    codes: list[int] = []
+
+    def attack(_index: int) -> None:
+        with httpx.Client(
+            base_url=server.url, timeout=30, cookies={"sessionid": BOGUS_SESSION}
+        ) as client:
+            codes.extend(post(client, path, headers={"Origin": EVIL}).status_code for path in PATHS)
+
+    with livez_stays_up(server.url):
+        run_in_threads(8, attack)
+    assert codes == [403] * 8 * len(PATHS)
+    assert "Traceback" not in server.log()
