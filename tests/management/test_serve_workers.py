@@ -1,8 +1,9 @@
 """`manage.py serve --workers 2` under write load: kill -9 of one worker loses no acknowledged
 write, the server keeps serving, and the worker is replaced; SIGTERM then drains every worker.
 
-On one SQLite file, as the embedded default runs. How fast the replacement listens is measured
-and printed (run with `-s`), not asserted: the machine may be loaded.
+On one SQLite file, as the embedded default runs, and on PostgreSQL and Redis, as scale-out
+does. How fast the replacement listens is measured and printed (run with `-s`), not asserted:
+the machine may be loaded.
 """
 
 from __future__ import annotations
@@ -11,14 +12,17 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.scaleout.test_shared_ports import listeners
+from tests.support import services
 from tests.support.api import runtime_manifest
-from tests.support.liveserver import prepare, serve_command
+from tests.support.cluster import redis_database
+from tests.support.liveserver import prepare, serve_command, server_environment
 
 COLLECTION = "/apis/nodus.dev/v1beta1/namespaces/demo/trainingruntimes"
 
@@ -80,11 +84,23 @@ def wait_for(condition: Callable[[], bool], timeout: float) -> None:
         time.sleep(0.02)
 
 
-def test_killing_a_worker_under_write_load_loses_no_acknowledged_write(tmp_path: Path) -> None:
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.services)])
+def services_env(request: pytest.FixtureRequest) -> Iterator[dict[str, str]]:
+    """Nothing (one SQLite file, no Redis), or PostgreSQL and Redis as scale-out runs."""
+    if request.param == "sqlite":
+        yield {}
+        return
+    with services.temp_database("nodus_workers") as database, redis_database() as redis_url:
+        yield {"DATABASE_URL": database, "REDIS_URL": redis_url}
+
+
+def test_killing_a_worker_under_write_load_loses_no_acknowledged_write(
+    tmp_path: Path, services_env: dict[str, str]
+) -> None:
     data = tmp_path / "data"
     data.mkdir()
-    token = prepare(data)["alice"]
-    with serve_command(data, WORKERS="2") as (parent, port):
+    token = prepare(data, {**server_environment(data), **services_env})["alice"]
+    with serve_command(data, WORKERS="2", **services_env) as (parent, port):
         wait_for(lambda: len(listeners(port)) == 2, 120)
         workers = listeners(port)
         url = f"http://127.0.0.1:{port}"
