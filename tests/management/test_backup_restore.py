@@ -7,6 +7,7 @@ original server lists it at that revision; resource versions that go on past the
 from __future__ import annotations
 
 import re
+import sqlite3
 import subprocess
 import threading
 import time
@@ -168,3 +169,22 @@ def round_trip(server: LiveServer, backup: Path, restored_dir: Path) -> None:
         "from runtimes.storage.models import StoredObject\n"
         "print(list(StoredObject.objects.values_list('name', flat=True)))",
     )
+
+
+def test_restore_refuses_what_is_not_a_backup_and_changes_nothing(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    text = tmp_path / "notes.txt"
+    text.write_text("not a database")
+    foreign = tmp_path / "other.sqlite3"
+    sqlite3.connect(foreign).execute("CREATE TABLE t (x)").connection.commit()
+    for given, says in (
+        (tmp_path / "missing.backup", "no such backup file"),
+        (text, "is not a SQLite backup"),
+        (foreign, "not a nodus backup"),
+    ):
+        refused = restore_in(data, given)
+        assert refused.returncode != 0
+        assert says in refused.stderr
+    database = data / "nodus.sqlite3"
+    assert not database.exists() or database.stat().st_size == 0
