@@ -254,6 +254,8 @@ SESSION_COOKIE_SAMESITE = "Lax"
 # The console sends the token from the page (hx-headers), never from script reading the cookie.
 CSRF_COOKIE_HTTPONLY = True
 CSRF_COOKIE_SAMESITE = "Lax"
+# Django's 403 page, with the reason put on the request's access line.
+CSRF_FAILURE_VIEW = "runtimes.console.views.csrf_failure"
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
@@ -516,6 +518,20 @@ NODUS_STREAM_RECHECK_SECONDS = declare(
     30.0,
     "open watches and websockets check their caller at least this often",
 )
+NODUS_REVOCATION_POLL_SECONDS = declare(
+    "NODUS_REVOCATION_POLL_SECONDS",
+    float,
+    1.0,
+    "every process reads the stored access epoch this often (once a process, not a stream), so "
+    "an access change made by any process, a CLI included, reaches its streams without Redis",
+)
+NODUS_WORKER_BACKOFF_MAX_SECONDS = declare(
+    "NODUS_WORKER_BACKOFF_MAX_SECONDS",
+    float,
+    30.0,
+    "serve --workers N replaces a dead worker at once; one that keeps dying waits doubling "
+    "from 0.5 s up to this long",
+)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -545,6 +561,8 @@ LOGGING = {
             "propagate": False,
         },
         "django.request": {"handlers": ["console"], "level": "ERROR", "propagate": False},
+        # A CSRF refusal is told once, by the access line (with its reason), not twice.
+        "django.security.csrf": {"handlers": ["console"], "level": "ERROR", "propagate": False},
     },
 }
 

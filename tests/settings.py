@@ -25,4 +25,3 @@ NODUS_TOKEN_TOUCH_SECONDS = 0
 
 # The actors fixture hashes a password per actor per test; PBKDF2 would cost seconds a test.
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-

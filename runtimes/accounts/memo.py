@@ -3,9 +3,8 @@
 Every API request looked up its bearer token and its caller's role in SQL, about a third of a
 GET. Here a lookup that found something is remembered until access may have changed, which the
 revocation epoch says (`accounts.revocation`: it moves after any token, role binding or user is
-changed or deleted, in this process at once and in the others through their nudges), and at
-most `NODUS_ACCESS_CACHE_SECONDS` (2 s), the bound for a change made by a process that cannot
-nudge this one (a management command beside an embedded server without Redis). Nothing that
+changed or deleted, in this process at once and in the others through their nudges and the
+stored epoch they read once a second), and at most `NODUS_ACCESS_CACHE_SECONDS` (2 s). Nothing that
 was refused is remembered: a new token or role binding works on the next request.
 """
 
@@ -61,6 +60,7 @@ class EpochMemo:
         ttl = self.ttl()
         if ttl <= 0 or value is None:
             return
+        revocation.follow()  # changes made by other processes must reach what is remembered
         with self._lock:
             if len(self._entries) >= self.max_entries:
                 self._entries.clear()

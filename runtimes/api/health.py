@@ -2,7 +2,8 @@
 
 `/livez` says the process is up (a load balancer restarts it when not). `/readyz` says this
 worker can serve: the database answers, the channel layer (Redis at scale) carries a message to
-ourselves, and the watch hub is not far behind the event log. Other parts may add a readiness
+ourselves, the watch hub is not far behind the event log, and (under `serve --workers N`) the
+pool has all N workers live. Other parts may add a readiness
 check with `register_readiness_check`.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import logging
+import os
 import uuid
 from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
@@ -105,12 +107,26 @@ async def hub() -> None:
         raise CheckFailed(f"watch hub is {lag} revisions behind the event log (max {MAX_HUB_LAG})")
 
 
+async def worker_pool() -> None:
+    """Under `serve --workers N`: fewer than N workers live is a degraded pool (a worker died
+    and its replacement has not started yet, or it keeps dying)."""
+    from runtimes.api.supervisor import POOL_FILE, pool_state
+
+    path = os.environ.get(POOL_FILE)
+    if not path:
+        return
+    asked, live = pool_state(path)
+    if live < asked:
+        raise CheckFailed(f"degraded worker pool: {live} of {asked} workers live")
+
+
 LIVEZ_CHECKS: dict[str, CheckFn] = {"ping": ping}
 READYZ_CHECKS: dict[str, CheckFn] = {
     "ping": ping,
     "database": database,
     "channel-layer": channel_layer,
     "hub-lag": hub,
+    "workers": worker_pool,
 }
 
 

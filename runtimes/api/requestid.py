@@ -1,5 +1,7 @@
 """Request ids, the access log line and metrics, body limits and last-resort API errors.
 
+The access line is the one log line of a refusal (a CSRF failure adds its reason to it).
+
 Every request gets an id: the `X-Request-Id` header, the `requestId` of any Status, and the
 log line. API paths never leak a traceback: an unexpected exception becomes a 500 Status whose
 requestId points at the logged traceback.
@@ -16,6 +18,7 @@ from typing import Any
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.conf import settings
 from django.http import HttpRequest, HttpResponseBase
+from django.utils.functional import LazyObject, empty
 
 from runtimes.api import metrics
 from runtimes.api.status import is_api_path, status_response
@@ -67,16 +70,18 @@ class RequestIdMiddleware:
         seconds = time.monotonic() - request.started_at  # type: ignore[attr-defined]
         metrics.observe(request, response.status_code, seconds)
         elapsed = seconds * 1000
-        user = getattr(request, "user", None)
+        user = known_user(request)
         who = user.get_username() if user is not None and user.is_authenticated else "-"
+        refused = getattr(request, "refused", "")
         log.info(
-            "%s %s %s %.1fms user=%s requestId=%s",
+            "%s %s %s %.1fms user=%s requestId=%s%s",
             request.method,
             request.get_full_path(),
             response.status_code,
             elapsed,
             who or "-",
             request.request_id,  # type: ignore[attr-defined]
+            f" refused={refused!r}" if refused else "",
         )
         return response
 
@@ -93,6 +98,20 @@ class RequestIdMiddleware:
             exc_info=exception,
         )
         return status_response(request, internal_error())
+
+
+def known_user(request: HttpRequest) -> Any:
+    """The user the request was already found to be, or None: never a lookup of its own.
+
+    `request.user` is lazy: reading it looks the session up in the database, which on the async
+    path raises `SynchronousOnlyOperation` (a refusal answered before any view ran, such as a
+    CSRF failure or a 405 with an unknown session cookie, became a 500). The log line names the
+    user only when a view or DRF already resolved them."""
+    user = request.__dict__.get("user")
+    if isinstance(user, LazyObject):
+        wrapped = user._wrapped  # whether it was evaluated, without evaluating it
+        user = None if wrapped is empty else wrapped
+    return user if user is not None else request.__dict__.get("_acached_user")
 
 
 def too_large() -> ApiError:

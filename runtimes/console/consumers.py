@@ -4,12 +4,13 @@ as htmx out-of-band swaps.
 One socket per browser tab (it lives in base.html outside the swapped area, so it survives
 boosted navigation). The page sends ``{"type": "watch", "view", "query", "revision", "ids"}``
 whenever what it shows changes; the consumer then follows the hub from that revision with the
-user's permissions and the page's filters, pushing at most one message per page every
-`PUSH_INTERVAL` (a burst of writes becomes one redraw). On a reconnect the page sends the last
-revision it was delivered, so nothing is missed or repeated; when that revision has been
-compacted away (410 Expired) or the page fell behind, the page is redrawn from the store and
-told so. Each push names the watch (`key`) it answers, so a page drops one meant for what it
-showed before.
+user's permissions and the page's filters (changes in a project the user may not read never
+make a push, and a watch of such a project is ignored, as one of a missing project), pushing at
+most one message per page every `PUSH_INTERVAL` (a burst of writes becomes one redraw). On a
+reconnect the page sends the last revision it was delivered, so nothing is missed or repeated;
+when that revision has been compacted away (410 Expired) or the page fell behind, the page is
+redrawn from the store and told so. Each push names the watch (`key`) it answers, so a page
+drops one meant for what it showed before.
 
 Security: the session authenticates (`AuthMiddlewareStack`); the origin must be this site's
 own (same host), on top of `AllowedHostsOriginValidator`, which lets any origin through when
@@ -141,6 +142,8 @@ class ConsoleConsumer(AsyncWebsocketConsumer):
         watch = await run_db(
             Watch.open, self.scope["user"], message["view"], query, ids, key, revision
         )
+        if not watch.follows_readable():
+            return  # as for a project that does not exist: silence, whatever happens there
         self.task = asyncio.create_task(self._follow(watch, revision))
 
     async def _stop(self) -> None:
@@ -179,7 +182,9 @@ class ConsoleConsumer(AsyncWebsocketConsumer):
             while True:
                 wait = sent_at + PUSH_INTERVAL - loop.time() if pending else IDLE_SECONDS
                 if wait > 0:
-                    pending += await events.next_batch(timeout=wait)
+                    batch = await events.next_batch(timeout=wait)
+                    # Not even a revision marker for a project the user may not read.
+                    pending += [event for event in batch if watch.sees(event.namespace)]
                 if not pending or loop.time() < sent_at + PUSH_INTERVAL:
                     continue
                 batch, pending = pending, []

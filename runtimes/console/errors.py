@@ -21,6 +21,15 @@ def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpR
     return render(request, "console/404.html", context, status=404)
 
 
+def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
+    """Django's 403 page for a refused cross-site form post; the reason goes on the request's
+    one access log line (`runtimes.api.requestid`) rather than a log line of its own."""
+    from django.views.csrf import csrf_failure as django_csrf_failure
+
+    request.refused = reason  # type: ignore[attr-defined]
+    return django_csrf_failure(request, reason)
+
+
 def server_error(request: HttpRequest) -> HttpResponse:
     # No context processors that could fail again: the request may be half-broken.
     from django.template import loader

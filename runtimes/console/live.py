@@ -20,8 +20,10 @@ at the same revision share one render (`SharedRenders`).
 
 Every message ends with the revision marker (the revision the page is now current at, and the
 number of the watch it answers, so the page can drop a push meant for what it showed before).
-Nothing is sent for what the user may not read; runtime-authored text is escaped by the
-templates' autoescape.
+Nothing is sent for what the user may not read, not even a marker (its timing would tell that a
+project exists and when it is written): the socket drops changes in such projects before they
+make a push, and ignores a watch of a project the user may not read, as it ignores one of a
+project that does not exist. Runtime-authored text is escaped by the templates' autoescape.
 """
 
 from __future__ import annotations
@@ -79,8 +81,17 @@ class Watch:
     def readable(self, obj: Obj | None) -> bool:
         if obj is None:
             return False
-        namespace = (obj.get("metadata") or {}).get("namespace", "")
+        return self.sees((obj.get("metadata") or {}).get("namespace", ""))
+
+    def sees(self, namespace: str) -> bool:
+        """Whether changes in `namespace` may reach this page at all (even as a revision)."""
         return self.projects is None or namespace in self.projects
+
+    def follows_readable(self) -> bool:
+        """Whether the one project the page follows (if any) is one the user may read: a
+        project they may not read and one that does not exist are alike, as on the pages."""
+        namespace = namespace_of(self)
+        return namespace is None or self.sees(namespace)
 
 
 class SharedRenders:

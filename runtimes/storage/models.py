@@ -131,3 +131,15 @@ class ApiToken(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.prefix}…)"
+
+
+class AccessEpoch(models.Model):
+    """A single row whose value moves, in the transaction of the change, whenever access may
+    have been taken away (`runtimes.accounts.revocation`): every process reads it once a second,
+    so a change made by any process (a CLI, another worker) reaches every open stream."""
+
+    id = models.PositiveSmallIntegerField(primary_key=True, default=1)
+    value = models.BigIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"access epoch {self.value}"

@@ -4,8 +4,9 @@ A stream (an HTTP or WebSocket watch, the console's socket) is authorized when i
 then run for an hour. A `StreamGuard` goes with it: the stream asks `verdict()` at least every
 `POLL_SECONDS`, and the guard checks the caller again when the revocation epoch has moved
 (`accounts.revocation`: a token revoked, a role binding removed or changed, a user deactivated,
-here or, through the nudges, in another process) and, as a backstop for changes no process
-announced (a lost nudge, a `manage.py shell` with no channel layer), every `RECHECK_SECONDS`.
+here or in another process: a CLI, the admin, another worker, told through the nudges and the
+stored epoch each process reads once a second) and, as a backstop for changes nobody announced
+(a raw SQL update), every `RECHECK_SECONDS`.
 A verdict that is not None ends the stream: 401 when the credentials no longer resolve to an
 active user, else the Status the stream's own recheck raised (403 when a role fell short).
 
@@ -124,6 +125,8 @@ class StreamGuard:
         # sure it listens (a worker with only a console socket open may have no hub yet). Sync:
         # the first call starts its thread.
         nudge.process_nudger()
+        # And whatever the mode, through the stored epoch (a CLI beside an embedded server).
+        revocation.follow()
 
     def due(self) -> bool:
         return (

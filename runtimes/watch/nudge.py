@@ -17,7 +17,7 @@ hear of its writes at once rather than on their next poll. A hub listens on the 
 The same group carries access changes (`accounts.revocation`): a process where a token was revoked,
 a role binding removed or a user deactivated says so, and every other process moves its own
 revocation epoch, so its open streams check their callers again (`runtimes.watch.guard`). A lost
-one is caught by the guards' periodic backstop check.
+one is caught within a second by the stored epoch every process reads (`accounts.revocation`).
 """
 
 from __future__ import annotations

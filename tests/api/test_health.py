@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 import types
 from typing import Any
@@ -42,6 +43,24 @@ def test_it_lists_every_readiness_check_when_verbose() -> None:
     lines = response.content.decode().splitlines()
     assert lines == [f"[+]{name} ok" for name in health.READYZ_CHECKS] + ["readyz check passed"]
     assert {"database", "channel-layer", "hub-lag"} <= set(health.READYZ_CHECKS)
+
+
+def test_it_fails_readyz_while_the_worker_pool_is_degraded(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under `serve --workers N` the supervisor writes the pool's state for its workers."""
+    from runtimes.api.supervisor import POOL_FILE
+
+    pool = tmp_path / "workers.json"
+    monkeypatch.setenv(POOL_FILE, str(pool))
+    pool.write_text(json.dumps({"asked": 3, "live": 2, "pids": [11, 12]}))
+    degraded = Client().get("/readyz?verbose")
+    assert degraded.status_code == 500
+    assert "[-]workers failed: reason withheld" in degraded.content.decode()
+    pool.write_text(json.dumps({"asked": 3, "live": 3, "pids": [11, 12, 13]}))
+    whole = Client().get("/readyz?verbose")
+    assert whole.status_code == 200
+    assert "[+]workers ok" in whole.content.decode()
 
 
 def test_it_fails_readyz_when_the_channel_layer_is_unreachable(

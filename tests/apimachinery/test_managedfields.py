@@ -691,9 +691,8 @@ def test_it_validates_entries_as_apimachinery_does() -> None:
 
 
 def test_every_list_of_both_kinds_declares_its_type() -> None:
-    from runtimes.registry.accelerator.schema import ACCELERATOR
-
     from runtimes.apimachinery.schema_nodes import Field
+    from runtimes.registry.accelerator.schema import ACCELERATOR
     from runtimes.registry.trainingruntime.schema import TRAINING_RUNTIME
 
     for root in (TRAINING_RUNTIME, ACCELERATOR):

@@ -1,8 +1,10 @@
 """Revokes API tokens: `manage.py revoketoken --user bob --name ci` (or `--all`, or `--list`).
 
-Revocation takes effect at once for new requests and, within NODUS_STREAM_POLL_SECONDS, for the
-user's open watches and websockets (runtimes.watch.guard). Tokens are stored only as digests, so
-a token is named by its user and name, and shown by the prefix the Tokens page shows.
+Revocation takes effect at once for new requests and, within NODUS_REVOCATION_POLL_SECONDS plus
+NODUS_STREAM_POLL_SECONDS (2 s), for the user's open watches and websockets in every server
+process, with or without Redis (runtimes.accounts.revocation, runtimes.watch.guard). Tokens are
+stored only as digests, so a token is named by its user and name, and shown by the prefix the
+Tokens page shows.
 """
 
 from __future__ import annotations

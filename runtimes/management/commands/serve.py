@@ -6,9 +6,10 @@ self-signed certificate (client-go sends bearer tokens only over TLS, so kubectl
 port), and prints the URLs, how to log in and how to point kubectl here. Both listeners bound
 every request's size and time (`runtimes.api.serving`).
 
-SIGTERM (or Ctrl-C) shuts down cleanly within ``NODUS_SHUTDOWN_SECONDS`` (10): no new
-connections, watches end as streams end, requests in flight are answered, then the process exits
-(``runtimes.api.draining``).
+With `--workers N` this process supervises N worker processes behind the same ports, replacing
+one that dies (`runtimes.api.supervisor`). SIGTERM (or Ctrl-C) shuts down cleanly within
+``NODUS_SHUTDOWN_SECONDS`` (10): no new connections, watches end as streams end, requests in
+flight are answered, then the process exits (``runtimes.api.draining``).
 """
 
 from __future__ import annotations
@@ -17,9 +18,7 @@ import argparse
 import os
 import shlex
 import signal
-import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -70,6 +69,7 @@ def kubeconfig_command(user: str, server: str) -> str:
 
 class Command(BaseCommand):
     help = "Migrate, seed and serve HTTP + websockets with daphne (embedded default)."
+    standby = False  # a worker booted ahead, waiting for the parent's word before it listens
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
@@ -84,6 +84,8 @@ class Command(BaseCommand):
         )
         # Internal: one of `--workers`' processes; the parent migrated, seeded and printed.
         parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+        # Internal: a worker that boots, then waits for the parent's word before it listens.
+        parser.add_argument("--standby", action="store_true", help=argparse.SUPPRESS)
         # A deployment splits the two halves: one Job sets up, every API pod only serves.
         setup = parser.add_mutually_exclusive_group()
         setup.add_argument(
@@ -101,6 +103,10 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         host, port, tls_port = options["host"], options["port"], options["tls_port"]
         if options["worker"]:
+            from runtimes.api.supervisor import exit_with_parent
+
+            exit_with_parent()
+            self.standby = options["standby"]
             self.serve(host, port, tls_port, controller=False)
             return
         if options["no_setup"]:
@@ -185,6 +191,8 @@ class Command(BaseCommand):
         twisted_loop.set_default_executor(
             ThreadPoolExecutor(max_workers=executor_threads(), thread_name_prefix="asgi")
         )
+        if self.standby and not self._promoted():
+            return  # the parent closed our stdin without a word: not needed after all
         draining.terminate_on_signals(settings.NODUS_SHUTDOWN_SECONDS)
         # Threads hand the interpreter lock over every NODUS_SWITCH_INTERVAL_MS (1; Python's
         # default is 5): a request waits about that long, not five times as long, each time
@@ -192,47 +200,40 @@ class Command(BaseCommand):
         sys.setswitchinterval(settings.NODUS_SWITCH_INTERVAL_MS / 1000)
         server.run()
 
+    def _promoted(self) -> bool:
+        """A standby waits, booted, for the parent's word; whether it came. A SIGINT meanwhile
+        (a Ctrl-C sent to every process) is the parent's to answer: it closes our stdin."""
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            return bool(sys.stdin.buffer.readline())
+        finally:
+            signal.signal(signal.SIGINT, previous)
+
     def supervise(self, workers: int, host: str, port: int, tls_port: int) -> None:
-        """Starts `workers` processes on the same two ports (SO_REUSEPORT; the kernel spreads
-        connections across them), runs the embedded controller here (one for all of them),
-        passes SIGTERM/SIGINT on, and exits when they have, within NODUS_SHUTDOWN_SECONDS."""
+        """Keeps `workers` processes serving on the same two ports (SO_REUSEPORT; the kernel
+        spreads connections across them), replacing any that dies (`runtimes.api.supervisor`),
+        runs the embedded controller here (one for all of them), passes SIGTERM/SIGINT on, and
+        exits when they have, within NODUS_SHUTDOWN_SECONDS."""
+        from runtimes.api.supervisor import Backoff, Supervisor
+
         env = {**os.environ, SHARED_PORTS: "1", "NODUS_EMBEDDED_CONTROLLER": "0"}
         command = [sys.executable, sys.argv[0], "serve", "--worker"]
         command += ["--host", host, "--port", str(port), "--tls-port", str(tls_port)]
-        children = [subprocess.Popen(command, env=env) for _ in range(workers)]
-        self.stdout.write(
-            f"  workers:     {workers} (pids {', '.join(str(c.pid) for c in children)})"
+        supervisor = Supervisor(
+            command,
+            env,
+            workers,
+            settings.DATA_DIR / "workers.json",
+            Backoff(cap=settings.NODUS_WORKER_BACKOFF_MAX_SECONDS),
+            say=self._say,
         )
+        pids = supervisor.start()
+        self.stdout.write(f"  workers:     {workers} (pids {', '.join(str(p) for p in pids)})")
         self.stdout.flush()
         with embedded_controller(settings.NODUS_EMBEDDED_CONTROLLER):
-            stopped = self._wait_for(children)
-        codes = [child.wait() for child in children]
-        sys.exit(0 if stopped and not any(codes) else 1)
+            clean = supervisor.run(settings.NODUS_SHUTDOWN_SECONDS)
+        sys.exit(0 if clean else 1)
 
-    def _wait_for(self, children: list[subprocess.Popen[bytes]]) -> bool:
-        """Passes SIGTERM/SIGINT on to `children` and waits for them (NODUS_SHUTDOWN_SECONDS,
-        then kills); a child that exits by itself stops the others. Whether they were
-        stopped."""
-        stopping: list[int] = []
-
-        def pass_on(signum: int, _frame: Any) -> None:
-            stopping.append(signum)
-            for child in children:
-                if child.poll() is None:
-                    child.send_signal(signum)
-
-        signal.signal(signal.SIGTERM, pass_on)
-        signal.signal(signal.SIGINT, pass_on)
-        while not stopping and all(child.poll() is None for child in children):
-            time.sleep(0.2)
-        if not stopping:  # a worker died: stop the others too, and say so
-            dead = [str(child.pid) for child in children if child.poll() is not None]
-            self.stderr.write(f"worker {', '.join(dead)} exited: stopping the others")
-            pass_on(signal.SIGTERM, None)
-        deadline = time.monotonic() + settings.NODUS_SHUTDOWN_SECONDS
-        for child in children:
-            try:
-                child.wait(max(deadline - time.monotonic(), 0.1))
-            except subprocess.TimeoutExpired:
-                child.kill()
-        return bool(stopping)
+    def _say(self, line: str) -> None:
+        self.stderr.write(line)
+        self.stderr.flush()
