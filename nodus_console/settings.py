@@ -255,7 +255,7 @@ SESSION_COOKIE_SAMESITE = "Lax"
 CSRF_COOKIE_HTTPONLY = True
 CSRF_COOKIE_SAMESITE = "Lax"
 # Django's 403 page, with the reason put on the request's access line.
-CSRF_FAILURE_VIEW = "runtimes.console.views.csrf_failure"
+CSRF_FAILURE_VIEW = "runtimes.console.errors.csrf_failure"
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
