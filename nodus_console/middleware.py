@@ -6,9 +6,6 @@ than the view. These hooks only look at the request and set headers and cookies,
 session's save, so for API paths (`runtimes.api.status.is_api_path`) the wrappers call them
 directly; a session that was changed is still saved on a thread. Console pages go through the
 wrapped middleware exactly as Django would run it. The settings list these in Django's order.
-
-`Compression` is the exception: it gzips console pages (HTML, pages and htmx partials alike)
-and leaves API responses as they are, so kubectl and the watch streams see what they always did.
 """
 
 from __future__ import annotations
@@ -29,6 +26,9 @@ from django.middleware.security import SecurityMiddleware
 
 from runtimes.accounts.oidcsession import GroupsAuthenticationMiddleware
 from runtimes.api.status import is_api_path
+
+# `Compression` is the exception: it gzips console pages (HTML, pages and htmx partials alike)
+# and leaves API responses as they are, so kubectl and the watch streams see what they always did.
 
 
 class InlineForApi:

@@ -6,16 +6,6 @@ caller holds the strongest role bound to it or to any of its groups. Every authe
 may read the managed project `nodus`; only platform admins
 (staff) write there. Cluster-scoped kinds (the accelerator catalog) are readable by everyone
 signed in and writable by nobody through the API.
-
-Status is the controller's: writing a `status` subresource needs the status permission, which
-only the controller's service account (`CONTROLLER_ACCOUNT`, see `accounts.serviceaccounts`) and
-platform admins hold; project admins and editors are refused, as kube's RBAC refuses a Role
-without `trainingruntimes/status`. The controller's account reads every project and, through
-the API, writes nothing else. Its garbage collector also updates owner references and GC
-finalizers and deletes dependents whose owners are gone (what kube's
-`system:controller:generic-garbage-collector` role allows); those writes are checked as the
-pseudo-subresource `COLLECTOR_SUBRESOURCE`, which no URL serves, so the same token cannot
-change a spec or delete through the API.
 """
 
 from __future__ import annotations
@@ -28,6 +18,16 @@ from django.http import HttpRequest
 from runtimes.accounts import revocation
 from runtimes.accounts.memo import EpochMemo
 from runtimes.storage.models import Membership, Project, Role
+
+# Status is the controller's: writing a `status` subresource needs the status permission, which
+# only the controller's service account (`CONTROLLER_ACCOUNT`, see `accounts.serviceaccounts`) and
+# platform admins hold; project admins and editors are refused, as kube's RBAC refuses a Role
+# without `trainingruntimes/status`. The controller's account reads every project and, through
+# the API, writes nothing else. Its garbage collector also updates owner references and GC
+# finalizers and deletes dependents whose owners are gone (what kube's
+# `system:controller:generic-garbage-collector` role allows); those writes are checked as the
+# pseudo-subresource `COLLECTOR_SUBRESOURCE`, which no URL serves, so the same token cannot
+# change a spec or delete through the API.
 
 MANAGED_PROJECT = "nodus"
 # The controller's own identity, named as kube names a service account's user.

@@ -5,20 +5,6 @@ they opened. To notice a revoked token, a removed or lowered role binding, or a 
 each stream remembers the epoch it last checked at and checks its caller again once the epoch
 has moved (`runtimes.watch.guard`). Reading the epoch costs nothing, so the checks that touch
 the database happen only after such a change, never once per stream per second.
-
-`announce(reason)` says access may have been taken away. It moves the stored epoch (the
-`AccessEpoch` row) in the caller's transaction, and this process's epoch after the commit (a
-stream that checked before the commit would still see the old rows). The saves and deletes of
-`ApiToken`, `Membership` and the user model announce through signals (a user saved only to
-record a sign-in announces nothing), and so does signing out (Django sends `user_logged_out` just
-before it deletes the session; a stream that checks in between is caught by its backstop check);
-code that takes access away without those signals (a queryset `update`) calls `announce` itself.
-
-Other processes learn of it twice: at once through the channel layer's nudges, when there is one
-(`runtimes.watch.nudge` listens here and calls `bump(broadcast=False)`), and, whatever the mode
-or whoever made the change (a CLI beside an embedded server, the admin, another worker), within
-`NODUS_REVOCATION_POLL_SECONDS` (1) through `follow()`: one thread per process reads the stored
-epoch once a second (one read per process, not per stream) and moves the local one when it moved.
 """
 
 from __future__ import annotations
@@ -36,6 +22,20 @@ from django.db.models import F
 from django.db.models.signals import post_delete, post_save
 
 from runtimes.storage.models import AccessEpoch, ApiToken, Membership
+
+# `announce(reason)` says access may have been taken away. It moves the stored epoch (the
+# `AccessEpoch` row) in the caller's transaction, and this process's epoch after the commit (a
+# stream that checked before the commit would still see the old rows). The saves and deletes of
+# `ApiToken`, `Membership` and the user model announce through signals (a user saved only to
+# record a sign-in announces nothing), and so does signing out (Django sends `user_logged_out` just
+# before it deletes the session; a stream that checks in between is caught by its backstop check);
+# code that takes access away without those signals (a queryset `update`) calls `announce` itself.
+#
+# Other processes learn of it twice: at once through the channel layer's nudges, when there is one
+# (`runtimes.watch.nudge` listens here and calls `bump(broadcast=False)`), and, whatever the mode
+# or whoever made the change (a CLI beside an embedded server, the admin, another worker), within
+# `NODUS_REVOCATION_POLL_SECONDS` (1) through `follow()`: one thread per process reads the stored
+# epoch once a second (one read per process, not per stream) and moves the local one when it moved.
 
 log = logging.getLogger("nodus.access")
 

@@ -4,12 +4,6 @@ The verification controller writes status as `access.CONTROLLER_ACCOUNT`, whethe
 web process (`start_in_process`) or alone (`manage.py runcontroller`): every status write it
 makes is checked, as an API client's, by `registry.authorization.check`, with the user its token
 resolves to at that moment. Revoking that token or deactivating the account stops its writes.
-
-The token comes from `$NODUS_CONTROLLER_TOKEN` (scale-out: `manage.py createtoken --user
-system:serviceaccount:nodus:controller`), else from `DATA_DIR/controller-token` (mode 0600),
-which is created with the account on first use. A token that the database knows but has revoked
-is kept, never silently replaced: an admin who revoked it meant the controller to stop; deleting
-the file (or setting a new token) lets it start again.
 """
 
 from __future__ import annotations
@@ -25,6 +19,12 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from runtimes.accounts.access import CONTROLLER_ACCOUNT, User
 from runtimes.accounts.tokens import create_token, digest, user_for
 from runtimes.storage.models import ApiToken
+
+# The token comes from `$NODUS_CONTROLLER_TOKEN` (scale-out: `manage.py createtoken --user
+# system:serviceaccount:nodus:controller`), else from `DATA_DIR/controller-token` (mode 0600),
+# which is created with the account on first use. A token that the database knows but has revoked
+# is kept, never silently replaced: an admin who revoked it meant the controller to stop; deleting
+# the file (or setting a new token) lets it start again.
 
 TOKEN_FILE = "controller-token"
 

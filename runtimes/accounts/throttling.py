@@ -6,11 +6,6 @@ header or subprotocol) resolves it through `bearer_user`. An address that has se
 is refused, before any lookup, until the oldest of those failures leaves the window: guessing
 tokens costs the guesser time and the server nothing. A valid token from that address is
 refused too while the limit holds (checking it first would let the guessing go on).
-
-The counts live in this process's memory, for at most `MAX_CLIENTS` addresses (the least recently
-failing are forgotten first), so a flood of addresses cannot grow them without bound; with
-several workers each counts its own. Console and admin sign-ins are limited separately, per user
-and address, by django-axes (settings: `AXES_*`).
 """
 
 from __future__ import annotations
@@ -25,6 +20,11 @@ from django.conf import settings
 from runtimes.accounts.access import User
 from runtimes.accounts.tokens import remembered, user_for
 from runtimes.apimachinery import errors
+
+# The counts live in this process's memory, for at most `MAX_CLIENTS` addresses (the least recently
+# failing are forgotten first), so a flood of addresses cannot grow them without bound; with
+# several workers each counts its own. Console and admin sign-ins are limited separately, per user
+# and address, by django-axes (settings: `AXES_*`).
 
 FAILURE_LIMIT = 20
 FAILURE_WINDOW_SECONDS = 60.0

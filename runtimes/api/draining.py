@@ -2,24 +2,7 @@
 
 `Draining` is the outermost ASGI middleware: it knows every request in flight, and whether its
 response has started or ended. `manage.py serve` installs `terminate_on_signals()`, which on the
-first SIGTERM (or SIGINT) runs `shut_down()` on the event loop:
-
-1. the listening ports close: new connections are refused, so a load balancer moves on;
-2. requests that arrive on connections already open get 429 with ``Retry-After: 1`` and
-   kube-apiserver's message for the same moment ("The apiserver is shutting down, please try
-   again later."): nothing of theirs was done;
-3. long-running requests end cleanly: an HTTP watch's chunked response gets its last, empty
-   chunk (client-go sees the stream end and watches again, elsewhere or after the restart),
-   a websocket closes with 1001 "going away";
-4. everything else (gets, lists, writes) runs to its end and its response goes out, for up to
-   ``NODUS_SHUTDOWN_SECONDS`` (10) less 2 s; a write answered 201 was committed first, so no
-   acknowledged write is lost, and one cut off at the deadline was never acknowledged;
-5. the reactor stops (daphne cancels whatever is left) and ``serve`` exits, without waiting
-   for request threads still blocked on the stopped event loop (Python would join them
-   forever: the "took too long to shut down" of old).
-
-A watchdog thread ends the process at ``NODUS_SHUTDOWN_SECONDS`` whatever is still running, so
-SIGTERM means gone within 10 s. A second SIGTERM or SIGINT skips the draining.
+first SIGTERM (or SIGINT) runs `shut_down()` on the event loop.
 """
 
 from __future__ import annotations
@@ -38,6 +21,23 @@ from typing import Any
 
 from runtimes.api.flowcontrol import ASGIApp, Message, Receive, Scope, Send, answer_status
 from runtimes.apimachinery.errors import ApiError
+
+# 1. the listening ports close: new connections are refused, so a load balancer moves on;
+# 2. requests that arrive on connections already open get 429 with ``Retry-After: 1`` and
+#    kube-apiserver's message for the same moment ("The apiserver is shutting down, please try
+#    again later."): nothing of theirs was done;
+# 3. long-running requests end cleanly: an HTTP watch's chunked response gets its last, empty
+#    chunk (client-go sees the stream end and watches again, elsewhere or after the restart),
+#    a websocket closes with 1001 "going away";
+# 4. everything else (gets, lists, writes) runs to its end and its response goes out, for up to
+#    ``NODUS_SHUTDOWN_SECONDS`` (10) less 2 s; a write answered 201 was committed first, so no
+#    acknowledged write is lost, and one cut off at the deadline was never acknowledged;
+# 5. the reactor stops (daphne cancels whatever is left) and ``serve`` exits, without waiting
+#    for request threads still blocked on the stopped event loop (Python would join them
+#    forever: the "took too long to shut down" of old).
+#
+# A watchdog thread ends the process at ``NODUS_SHUTDOWN_SECONDS`` whatever is still running, so
+# SIGTERM means gone within 10 s. A second SIGTERM or SIGINT skips the draining.
 
 log = logging.getLogger("nodus.shutdown")
 

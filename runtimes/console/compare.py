@@ -7,17 +7,6 @@ estimates per accelerator class for the same amount of work. A row whose sides d
 marked in text as well as in colour; `only=diff` keeps just those. A side without `@REVISION`
 is the runtime as it is now; with it, the object as that write left it, read from the event
 log, which keeps the last `NODUS_EVENT_WINDOW` revisions.
-
-The History tab (`/p/PROJECT/runtimes/NAME/history`) lists the runtime's writes that the event
-log still holds, newest first: when, the kind of write, who (the field managers whose
-managedFields entry that write changed: the console's entries name the signed-in user, the
-controller's and kubectl's name themselves) and what (each changed field with its old and new
-value), each linked to the compare view against the runtime as it is now.
-
-Bounded: references are checked for length and shape before any lookup; flattening walks the
-stored object (already bounded by the request limits) with an explicit stack and stops at
-`MAX_DEPTH` and `MAX_ROWS`; values are shown cut to `MAX_VALUE_CHARS`; the history reads one
-page of `HISTORY_PAGE` events through the (resource, namespace, name, revision) index.
 """
 
 from __future__ import annotations
@@ -45,6 +34,17 @@ from runtimes.registry.kinds import TRAINING_RUNTIMES
 from runtimes.storage import store
 from runtimes.storage.compaction import window
 from runtimes.storage.models import Event
+
+# The History tab (`/p/PROJECT/runtimes/NAME/history`) lists the runtime's writes that the event
+# log still holds, newest first: when, the kind of write, who (the field managers whose
+# managedFields entry that write changed: the console's entries name the signed-in user, the
+# controller's and kubectl's name themselves) and what (each changed field with its old and new
+# value), each linked to the compare view against the runtime as it is now.
+#
+# Bounded: references are checked for length and shape before any lookup; flattening walks the
+# stored object (already bounded by the request limits) with an explicit stack and stops at
+# `MAX_DEPTH` and `MAX_ROWS`; values are shown cut to `MAX_VALUE_CHARS`; the history reads one
+# page of `HISTORY_PAGE` events through the (resource, namespace, name, revision) index.
 
 MAX_REF_CHARS = 63 + 1 + 253 + 1 + 20
 MAX_DEPTH = 12

@@ -1,23 +1,5 @@
 """The console's websocket: the catalog's and the Jobs pages' results and runtime headers, pushed
 as htmx out-of-band swaps.
-
-One socket per browser tab (it lives in base.html outside the swapped area, so it survives
-boosted navigation). The page sends ``{"type": "watch", "view", "query", "revision", "ids"}``
-whenever what it shows changes; the consumer then follows the hub from that revision with the
-user's permissions and the page's filters (changes in a project the user may not read never
-make a push, and a watch of such a project is ignored, as one of a missing project), pushing at
-most one message per page every `PUSH_INTERVAL` (a burst of writes becomes one redraw). On a
-reconnect the page sends the last revision it was delivered, so nothing is missed or repeated;
-when that revision has been compacted away (410 Expired) or the page fell behind, the page is
-redrawn from the store and told so. Each push names the watch (`key`) it answers, so a page
-drops one meant for what it showed before.
-
-Security: the session authenticates (`AuthMiddlewareStack`); the origin must be this site's
-own (same host), on top of `AllowedHostsOriginValidator`, which lets any origin through when
-ALLOWED_HOSTS is ``*``. While the socket is open a `StreamGuard` (`runtimes.watch.guard`) keeps
-checking the session: signing out, a changed password or a deactivated account closes it with
-4401, losing a project it could read (or write) with 4403; `static/console/live.js` tells the
-user what happened.
 """
 
 from __future__ import annotations
@@ -40,6 +22,24 @@ from runtimes.registry import authorization
 from runtimes.registry.kinds import TRAINING_RUNTIMES
 from runtimes.watch.guard import Credential, StreamGuard
 from runtimes.watch.hub import HubEvent, TooOld, TooSlow, run_db, subscribe
+
+# One socket per browser tab (it lives in base.html outside the swapped area, so it survives
+# boosted navigation). The page sends ``{"type": "watch", "view", "query", "revision", "ids"}``
+# whenever what it shows changes; the consumer then follows the hub from that revision with the
+# user's permissions and the page's filters (changes in a project the user may not read never
+# make a push, and a watch of such a project is ignored, as one of a missing project), pushing at
+# most one message per page every `PUSH_INTERVAL` (a burst of writes becomes one redraw). On a
+# reconnect the page sends the last revision it was delivered, so nothing is missed or repeated;
+# when that revision has been compacted away (410 Expired) or the page fell behind, the page is
+# redrawn from the store and told so. Each push names the watch (`key`) it answers, so a page
+# drops one meant for what it showed before.
+#
+# Security: the session authenticates (`AuthMiddlewareStack`); the origin must be this site's
+# own (same host), on top of `AllowedHostsOriginValidator`, which lets any origin through when
+# ALLOWED_HOSTS is ``*``. While the socket is open a `StreamGuard` (`runtimes.watch.guard`) keeps
+# checking the session: signing out, a changed password or a deactivated account closes it with
+# 4401, losing a project it could read (or write) with 4403; `static/console/live.js` tells the
+# user what happened.
 
 log = logging.getLogger("nodus.console")
 FORBIDDEN_ORIGIN = 4403

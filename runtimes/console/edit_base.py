@@ -8,12 +8,6 @@ server never served, so it cannot make a re-apply undo someone else's field by c
 value was its starting point. The signed base is bound to the project, the name and the uid, so
 a base served for one runtime (or for an earlier runtime of the same name) is refused for
 another.
-
-Why a signed copy rather than re-reading the base from the event log by its revision: the log
-is compacted in the background, so a tab left open for a while would lose its base exactly
-when the merge matters most, while the signed copy lasts as long as the tab does; and the
-signed copy costs no read. It holds only what the user was shown (the editable form, no
-status and no server-owned metadata), so it tells the client nothing it was not given.
 """
 
 from __future__ import annotations
@@ -26,6 +20,12 @@ from django.core import signing
 from runtimes.apimachinery.meta import Obj
 from runtimes.apimachinery.threeway import same
 from runtimes.console import manifests
+
+# Why a signed copy rather than re-reading the base from the event log by its revision: the log
+# is compacted in the background, so a tab left open for a while would lose its base exactly
+# when the merge matters most, while the signed copy lasts as long as the tab does; and the
+# signed copy costs no read. It holds only what the user was shown (the editable form, no
+# status and no server-owned metadata), so it tells the client nothing it was not given.
 
 _SALT = "nodus.console.publish.base"
 

@@ -5,18 +5,7 @@ form). "Review and save" dry-runs the text against the latest version and lists 
 write changes (``spec.launcher: Plain → Torchrun``); only the confirmation writes, naming the
 base's resourceVersion, so a write made meanwhile is a conflict and is never undone silently.
 
-A conflict shows what others changed since the base and what this tab changed, and offers:
-
-- *re-apply my changes*: a three-way merge (`runtimes.apimachinery.threeway`): only the fields
-  this tab changed against its base go on top of the latest version, so an edit that changed
-  only comments changes nothing. A field both sides changed differently is shown with its three
-  values (yours, theirs, the base) and the user picks one per field, in a plain form;
-- *overwrite with mine*: the tab's whole text replaces the latest version; the page names the
-  changes of others this undoes;
-- *discard mine and reload*.
-
-Re-applying and overwriting end in the review, which carries the latest version as the new
-base, so the final save is again checked against anything written in between.
+A conflict shows what others changed since the base and what this tab changed, and offers.
 """
 
 from __future__ import annotations
@@ -36,6 +25,17 @@ from runtimes.console.authorization import requires
 from runtimes.console.runtime_page import load
 from runtimes.registry import authorization
 from runtimes.registry.kinds import TRAINING_RUNTIMES
+
+# - *re-apply my changes*: a three-way merge (`runtimes.apimachinery.threeway`): only the fields
+#   this tab changed against its base go on top of the latest version, so an edit that changed
+#   only comments changes nothing. A field both sides changed differently is shown with its three
+#   values (yours, theirs, the base) and the user picks one per field, in a plain form;
+# - *overwrite with mine*: the tab's whole text replaces the latest version; the page names the
+#   changes of others this undoes;
+# - *discard mine and reload*.
+#
+# Re-applying and overwriting end in the review, which carries the latest version as the new
+# base, so the final save is again checked against anything written in between.
 
 LOST_BASE = (
     "This editor no longer knows which version it started from (its form was incomplete or "

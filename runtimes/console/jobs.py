@@ -1,15 +1,4 @@
-"""The Jobs pages: a project's TrainingJobs, filtered and live, and one job's detail.
-
-The list is one template for the full page and, on htmx filter changes, its `results` partial
-(count, sortable column headers and rows). When the project's jobs change, the websocket pushes
-that same partial, redrawn from `results_context` for the page's own query
-(`runtimes.console.live`), so the count stays true, a job that starts or stops matching the
-filters (a phase moving from Pending to Compiled) appears or goes, and a new job lands where the
-page's sort (`sort=` in the address, as on the catalog) puts it. The push also carries the
-Runtime filter's options, so a runtime first named by a new job can be picked without a reload.
-Visiting a project's Jobs page makes it the user's current project:
-the Parameters tab writes its manifest there.
-"""
+"""The Jobs pages: a project's TrainingJobs, filtered and live, and one job's detail."""
 
 from __future__ import annotations
 
@@ -36,6 +25,16 @@ from runtimes.registry.kinds import TRAINING_JOBS
 from runtimes.registry.trainingjob.schema import PHASES
 from runtimes.registry.trainingjob.strategy import format_duration
 from runtimes.storage import store
+
+# The list is one template for the full page and, on htmx filter changes, its `results` partial
+# (count, sortable column headers and rows). When the project's jobs change, the websocket pushes
+# that same partial, redrawn from `results_context` for the page's own query
+# (`runtimes.console.live`), so the count stays true, a job that starts or stops matching the
+# filters (a phase moving from Pending to Compiled) appears or goes, and a new job lands where the
+# page's sort (`sort=` in the address, as on the catalog) puts it. The push also carries the
+# Runtime filter's options, so a runtime first named by a new job can be picked without a reload.
+# Visiting a project's Jobs page makes it the user's current project:
+# the Parameters tab writes its manifest there.
 
 CURRENT_PROJECT = "nodus.project"
 NO_SUCH_JOB = hidden("no such job")

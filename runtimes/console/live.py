@@ -2,28 +2,7 @@
 
 Pure rendering over hub events, run off the event loop. A page says what it shows (its view,
 its query, and the ids of the live elements it has); a batch of events becomes out-of-band swaps
-of the *same* partials the pages render, drawn from the same context functions:
-
-- the catalog: its whole `results` block (count, facet counts, rows in the page's sort, pager),
-  redrawn for the page's own query whenever a runtime it may read changes, so nothing there goes
-  stale and a new row lands where the sort puts it.
-- a runtime page: its header (and status panel); once the runtime is deleted, the deleted
-  header (when, if the log still knows) and the tabs turned off.
-- a project's Jobs page: likewise its whole `results` block (count, rows in the page's sort),
-  redrawn for the page's own filters whenever one of the project's jobs changes, so a job that
-  starts or stops matching (its phase moving from Pending to Compiled) appears or goes, the count
-  follows and a new job lands where the sort puts it; with it, the Runtime filter's options (a
-  runtime first named by a new job can be picked at once).
-
-Both are `Results` pages (`RESULTS_VIEWS`): sockets showing the same query of the same projects
-at the same revision share one render (`SharedRenders`).
-
-Every message ends with the revision marker (the revision the page is now current at, and the
-number of the watch it answers, so the page can drop a push meant for what it showed before).
-Nothing is sent for what the user may not read, not even a marker (its timing would tell that a
-project exists and when it is written): the socket drops changes in such projects before they
-make a push, and ignores a watch of a project the user may not read, as it ignores one of a
-project that does not exist. Runtime-authored text is escaped by the templates' autoescape.
+of the *same* partials the pages render, drawn from the same context functions.
 """
 
 from __future__ import annotations
@@ -46,6 +25,27 @@ from runtimes.registry.resources import ResourceType
 from runtimes.storage import store
 from runtimes.storage.eventlog import deletion
 from runtimes.watch.hub import HubEvent
+
+# - the catalog: its whole `results` block (count, facet counts, rows in the page's sort, pager),
+#   redrawn for the page's own query whenever a runtime it may read changes, so nothing there goes
+#   stale and a new row lands where the sort puts it.
+# - a runtime page: its header (and status panel); once the runtime is deleted, the deleted
+#   header (when, if the log still knows) and the tabs turned off.
+# - a project's Jobs page: likewise its whole `results` block (count, rows in the page's sort),
+#   redrawn for the page's own filters whenever one of the project's jobs changes, so a job that
+#   starts or stops matching (its phase moving from Pending to Compiled) appears or goes, the count
+#   follows and a new job lands where the sort puts it; with it, the Runtime filter's options (a
+#   runtime first named by a new job can be picked at once).
+#
+# Both are `Results` pages (`RESULTS_VIEWS`): sockets showing the same query of the same projects
+# at the same revision share one render (`SharedRenders`).
+#
+# Every message ends with the revision marker (the revision the page is now current at, and the
+# number of the watch it answers, so the page can drop a push meant for what it showed before).
+# Nothing is sent for what the user may not read, not even a marker (its timing would tell that a
+# project exists and when it is written): the socket drops changes in such projects before they
+# make a push, and ignores a watch of a project the user may not read, as it ignores one of a
+# project that does not exist. Runtime-authored text is escaped by the templates' autoescape.
 
 # The partials the pages draw these elements with; the pushes render them with `oob` set.
 RESULTS = "console/catalog.html#results"

@@ -3,12 +3,6 @@
 SQLite: SQLite's online backup API copies the database in one step under one read transaction
 (a consistent snapshot; writers go on beside it, as WAL lets them). PostgreSQL: `pg_dump` in its
 custom format (one repeatable-read snapshot of every table), restored with `pg_restore`.
-
-A restore goes only into an empty database (no tables), and then does what `etcdutl snapshot
-restore --bump-revision --mark-compacted` does: the revision counter jumps by `bump` (beyond any
-revision the old server handed out after the snapshot), and every revision before the new one is
-compacted, so resource versions stay monotonic and a watch or list from an older one gets 410
-Expired and re-lists, as after an etcd restore.
 """
 
 from __future__ import annotations
@@ -24,6 +18,12 @@ from django.db import connection, transaction
 from django.db.models import F
 
 from runtimes.storage.models import RevisionCounter
+
+# A restore goes only into an empty database (no tables), and then does what `etcdutl snapshot
+# restore --bump-revision --mark-compacted` does: the revision counter jumps by `bump` (beyond any
+# revision the old server handed out after the snapshot), and every revision before the new one is
+# compacted, so resource versions stay monotonic and a watch or list from an older one gets 410
+# Expired and re-lists, as after an etcd restore.
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 PG_DUMP_MAGIC = b"PGDMP"

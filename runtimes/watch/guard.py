@@ -1,18 +1,4 @@
-"""Open streams keep checking their caller: revocation reaches watches and websockets.
-
-A stream (an HTTP or WebSocket watch, the console's socket) is authorized when it opens and may
-then run for an hour. A `StreamGuard` goes with it: the stream asks `verdict()` at least every
-`POLL_SECONDS`, and the guard checks the caller again when the revocation epoch has moved
-(`accounts.revocation`: a token revoked, a role binding removed or changed, a user deactivated,
-here or in another process: a CLI, the admin, another worker, told through the nudges and the
-stored epoch each process reads once a second) and, as a backstop for changes nobody announced
-(a raw SQL update), every `RECHECK_SECONDS`.
-A verdict that is not None ends the stream: 401 when the credentials no longer resolve to an
-active user, else the Status the stream's own recheck raised (403 when a role fell short).
-
-Cost: asking is an integer comparison; a check is one or two indexed queries, made per stream
-only after an access change or once per backstop interval.
-"""
+"""Open streams keep checking their caller: revocation reaches watches and websockets."""
 
 from __future__ import annotations
 
@@ -32,6 +18,19 @@ from runtimes.accounts.tokens import user_for
 from runtimes.apimachinery import errors
 from runtimes.storage.eventlog import run_db
 from runtimes.watch import nudge
+
+# A stream (an HTTP or WebSocket watch, the console's socket) is authorized when it opens and may
+# then run for an hour. A `StreamGuard` goes with it: the stream asks `verdict()` at least every
+# `POLL_SECONDS`, and the guard checks the caller again when the revocation epoch has moved
+# (`accounts.revocation`: a token revoked, a role binding removed or changed, a user deactivated,
+# here or in another process: a CLI, the admin, another worker, told through the nudges and the
+# stored epoch each process reads once a second) and, as a backstop for changes nobody announced
+# (a raw SQL update), every `RECHECK_SECONDS`.
+# A verdict that is not None ends the stream: 401 when the credentials no longer resolve to an
+# active user, else the Status the stream's own recheck raised (403 when a role fell short).
+#
+# Cost: asking is an integer comparison; a check is one or two indexed queries, made per stream
+# only after an access change or once per backstop interval.
 
 # How often a stream asks (an in-memory comparison): revocation ends a stream within this plus
 # one check's time, well inside the five seconds promised.

@@ -8,16 +8,6 @@ deliver the same ordered stream. A lost nudge costs latency, never correctness: 
 With the in-memory layer (the embedded default: one process) there is nobody to nudge, so the
 nudger stays idle. The nudger runs its own event loop in its own thread, so it gets its own layer
 instance rather than sharing a layer bound to daphne's loop.
-
-There is one nudger per process (`process_nudger`), and it sends for every local commit
-(`published`, subscribed to `runtimes.storage.events` when the app loads) whether or not this
-process has a hub: a worker that only serves writes never starts one, yet the workers watching must
-hear of its writes at once rather than on their next poll. A hub listens on the same nudger.
-
-The same group carries access changes (`accounts.revocation`): a process where a token was revoked,
-a role binding removed or a user deactivated says so, and every other process moves its own
-revocation epoch, so its open streams check their callers again (`runtimes.watch.guard`). A lost
-one is caught within a second by the stored epoch every process reads (`accounts.revocation`).
 """
 
 from __future__ import annotations
@@ -32,6 +22,18 @@ from collections.abc import Callable
 from typing import Any
 
 from runtimes.accounts import revocation
+
+# There is one nudger per process (`process_nudger`), and it sends for every local commit
+# (`published`, subscribed to `runtimes.storage.events` when the app loads) whether or not this
+# process has a hub: a worker that only serves writes never starts one, yet the workers
+# watching must
+# hear of its writes at once rather than on their next poll. A hub listens on the same nudger.
+#
+# The same group carries access changes (`accounts.revocation`): a process where a token was
+# revoked,
+# a role binding removed or a user deactivated says so, and every other process moves its own
+# revocation epoch, so its open streams check their callers again (`runtimes.watch.guard`). A lost
+# one is caught within a second by the stored epoch every process reads (`accounts.revocation`).
 
 log = logging.getLogger("nodus.hub")
 

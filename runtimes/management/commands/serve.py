@@ -5,11 +5,6 @@ controller and daphne.
 self-signed certificate (client-go sends bearer tokens only over TLS, so kubectl uses that
 port), and prints the URLs, how to log in and how to point kubectl here. Both listeners bound
 every request's size and time (`runtimes.api.serving`).
-
-With `--workers N` this process supervises N worker processes behind the same ports, replacing
-one that dies (`runtimes.api.supervisor`). SIGTERM (or Ctrl-C) shuts down cleanly within
-``NODUS_SHUTDOWN_SECONDS`` (10): no new connections, watches end as streams end, requests in
-flight are answered, then the process exits (``runtimes.api.draining``).
 """
 
 from __future__ import annotations
@@ -31,6 +26,11 @@ from django.core.management.base import BaseCommand, CommandParser
 from nodus_console.staticfiles import collect as collect_static
 from runtimes.accounts.bootstrap import ensure_admin, ensure_demo_project
 from runtimes.accounts.tls import ensure_certificate
+
+# With `--workers N` this process supervises N worker processes behind the same ports, replacing
+# one that dies (`runtimes.api.supervisor`). SIGTERM (or Ctrl-C) shuts down cleanly within
+# ``NODUS_SHUTDOWN_SECONDS`` (10): no new connections, watches end as streams end, requests in
+# flight are answered, then the process exits (``runtimes.api.draining``).
 
 DEFAULT_API_SERVER = "https://127.0.0.1:8443"  # what `manage.py kubeconfig` assumes
 
