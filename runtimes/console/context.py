@@ -14,7 +14,7 @@ from django.utils.functional import SimpleLazyObject
 
 from runtimes.accounts import access
 from runtimes.accounts.oidcconfig import config
-from runtimes.console.jobs import current_project
+from runtimes.console.projects import current_project, readable
 
 
 def console(request: HttpRequest) -> dict[str, Any]:
@@ -29,6 +29,7 @@ def console(request: HttpRequest) -> dict[str, Any]:
                 "can_publish": bool(access.writable_projects(user)),
                 "can_audit": access.is_platform_admin(user),
                 "jobs_project": current_project(request),
+                "projects": readable(user),
             }
         ),
     }

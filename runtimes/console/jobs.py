@@ -12,7 +12,6 @@ from django.shortcuts import render
 from django.views.decorators.vary import vary_on_headers
 
 from runtimes.accounts import access
-from runtimes.accounts.kubeconfig import default_project
 from runtimes.apimachinery import errors
 from runtimes.apimachinery.meta import Obj
 from runtimes.console import manifests, querylinks
@@ -20,6 +19,8 @@ from runtimes.console.authorization import hidden, requires
 from runtimes.console.catalog import wants_partial
 from runtimes.console.conditions import job_problems
 from runtimes.console.filters import Sort, parse_sort, sort_choices, sort_rows
+from runtimes.console.job_actions import edit_as_new_url
+from runtimes.console.projects import CURRENT_PROJECT
 from runtimes.registry import authorization
 from runtimes.registry.kinds import TRAINING_JOBS
 from runtimes.registry.trainingjob.schema import PHASES
@@ -36,7 +37,6 @@ from runtimes.storage import store
 # Visiting a project's Jobs page makes it the user's current project:
 # the Parameters tab writes its manifest there.
 
-CURRENT_PROJECT = "nodus.project"
 NO_SUCH_JOB = hidden("no such job")
 
 
@@ -161,14 +161,6 @@ def matches(summary: JobSummary, query: Any) -> bool:
     return not (phase and summary.phase != phase)
 
 
-def current_project(request: HttpRequest) -> str:
-    """The project the user works in: the last Jobs page visited, else their first writable."""
-    chosen = request.session.get(CURRENT_PROJECT) if hasattr(request, "session") else None
-    if isinstance(chosen, str) and access.allowed(request.user, "create", chosen):
-        return chosen
-    return default_project(request.user)
-
-
 def watch_query(project: str, query: QueryDict) -> str:
     """What the page's live watch asks for: its project, then its own filters (a `namespace` in
     the address does not choose another project)."""
@@ -217,8 +209,7 @@ def results_context(
 @vary_on_headers("HX-Request")
 def job_list(request: HttpRequest, project: str) -> HttpResponse:
     objects, revision = store.list_objects(TRAINING_JOBS, project)
-    if access.allowed(request.user, "create", project):
-        request.session[CURRENT_PROJECT] = project
+    request.session[CURRENT_PROJECT] = project  # the project the user now works in
     context = results_context(objects, revision, project, request.GET)
     context.update(
         {
@@ -260,6 +251,8 @@ def job_detail(request: HttpRequest, project: str, name: str) -> HttpResponse:
             for o in compiled.get("offerings") or []
         ],
         "can_edit": access.allowed(request.user, "update", project),
+        "can_delete": access.allowed(request.user, "delete", project),
+        "edit_as_new": edit_as_new_url(obj),
         "problems": job_problems(obj),
     }
     return render(request, "console/jobs/detail.html", context)

@@ -23,7 +23,6 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from runtimes.accounts import access
 from runtimes.apimachinery.fielderrors import FieldError
 from runtimes.apimachinery.meta import API_VERSION, Obj
 from runtimes.catalog.accelerators import catalog
@@ -41,8 +40,8 @@ from runtimes.console.job_form import (
     place_errors,
     read_draft,
 )
-from runtimes.console.jobs import current_project
 from runtimes.console.offerings import ORDERS, accelerator_groups, offering_rows, order_of
+from runtimes.console.projects import job_project, job_projects
 from runtimes.console.runtime_page import NO_SUCH_RUNTIME, load, page_context
 from runtimes.registry import authorization
 from runtimes.registry.kinds import TRAINING_RUNTIMES
@@ -72,13 +71,18 @@ def job_context(
     }
     if form.changed:
         job_spec["parameters"] = form.changed
-    project = current_project(request)
+    choices = job_projects(request.user)
+    chosen = job_project(request, str(data.get("job.project") or ""))
+    project = chosen or meta["namespace"]
     manifest = {
         "apiVersion": API_VERSION,
         "kind": "TrainingJob",
         "metadata": {"name": job_name(meta["name"], job_spec), "namespace": project},
         "spec": job_spec,
     }
+    # Create job asks the server for a fresh name each time (generateName): pressing it twice
+    # makes two jobs, never a 409. The manifest shown keeps a name, for `kubectl apply`.
+    created = {**manifest, "metadata": {"generateName": f"{meta['name']}-", "namespace": project}}
     manifest_text = yaml.safe_dump(manifest, sort_keys=False, allow_unicode=True)
     compile_body = {**draft, "parameters": form.changed}
     compile_path = (
@@ -121,9 +125,10 @@ def job_context(
         "max_query": url_state.MAX_QUERY,
         "manifest": manifest_text,
         # On the button, not in a <script> element: htmx drops scripts from swapped content.
-        "manifest_json": json.dumps(manifest, separators=(",", ":")),
+        "manifest_json": json.dumps(created, separators=(",", ":")),
         "project": project,
-        "can_create": access.allowed(request.user, "create", project),
+        "job_projects": choices,
+        "can_create": chosen is not None,
         "create_url": f"/apis/{API_VERSION}/namespaces/{project}/trainingjobs",
         "kubectl": f"kubectl apply -f - <<'EOF'\n{manifest_text}EOF",
         "curl": (
@@ -176,7 +181,7 @@ def parameters_tab(request: HttpRequest, project: str, name: str) -> HttpRespons
         seeded = {k: v for k, v in restored.problems.items() if not k.startswith("job.")}
         form = schema_form.submitted(parameters_schema, defaults, data, seeded)
         drawn = {node.key for node in form.nodes()}
-        names = {f"job.{n}" for n in (*TEXT_FIELDS, *NUMBER_FIELDS, "work")}
+        names = {f"job.{n}" for n in (*TEXT_FIELDS, *NUMBER_FIELDS, "work", "project")}
         if unknown := url_state.unknown_fields(data, drawn, names):
             restored.general.append(unknown)
     context = page_context(request, obj, "parameters")

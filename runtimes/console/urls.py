@@ -13,9 +13,11 @@ from runtimes.console import (
     compare,
     docs,
     editing,
+    job_actions,
     jobs,
     oidc_signin,
     parameters,
+    projects,
     publish,
     runtime,
 )
@@ -27,6 +29,7 @@ SIGN_IN = requires(authorization.public("signing in and out"))
 
 urlpatterns = [
     path("", catalog.catalog, name="catalog"),
+    path("project", projects.pick, name="project-pick"),
     path("login", SIGN_IN(auth_views.LoginView.as_view()), name="login"),
     path("logout", SIGN_IN(auth_views.LogoutView.as_view()), name="logout"),
     path("audit", audit.audit_log, name="audit"),
@@ -49,6 +52,12 @@ urlpatterns = [
     path("p/<str:project>/runtimes/<str:name>/<str:tab>", runtime.runtime, name="runtime"),
     path("p/<str:project>/jobs", jobs.job_list, name="jobs"),
     path("p/<str:project>/jobs/<str:name>", jobs.job_detail, name="job"),
+    path(
+        "p/<str:project>/jobs/<str:name>/recompile",
+        job_actions.recompile,
+        name="job-recompile",
+    ),
+    path("p/<str:project>/jobs/<str:name>/delete", job_actions.delete, name="job-delete"),
     path("compare", compare.compare, name="compare"),
     path("accelerators", accelerators.accelerator_list, name="accelerators"),
     path("publish", publish.new, name="publish-new"),

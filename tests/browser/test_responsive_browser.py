@@ -33,6 +33,8 @@ NOT_PAGES = {
     "kubeconfig": "POST only: a kubeconfig download",
     "oidc-login": "a redirect to the identity provider (404 unless OIDC is configured)",
     "oidc-callback": "the identity provider's redirect back: signs in, then redirects",
+    "project-pick": "POST only: the header's project picker remembers a project, then redirects",
+    "job-recompile": "POST only: recompiles a job against its runtime, then redirects",
 }
 JOB = "fits-a-phone"
 # A job that compiles: the Parameters tab then shows its plan, offerings and phone summary.
@@ -138,6 +140,7 @@ def pages(server: LiveServer, role: str | None) -> dict[str, list[str]]:
         ],
         "jobs": ["/p/demo/jobs"],
         "job": [f"/p/demo/jobs/{JOB}"],
+        "job-delete": [f"/p/demo/jobs/{JOB}/delete"],
         "tokens": ["/account/tokens"],
         "projects": ["/projects"],
     }

@@ -9,7 +9,7 @@ def create_row(apps: Any, schema_editor: Any) -> None:
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("runtimes", "0003_event_object_index"),
+        ("runtimes", "0004_membership_group_and_event_actor"),
     ]
 
     operations = [
