@@ -10,27 +10,16 @@ the settings for both listeners.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from typing import Any
 
-from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.http import HttpRequest, HttpResponseBase
 
+from runtimes.apimachinery.middleware import HybridMiddleware
 
-class SecureCookiesMiddleware:
-    # Both, so async views (watch streams) are not pushed through a thread for this.
-    sync_capable = True
-    async_capable = True
 
-    def __init__(self, get_response: Callable[[HttpRequest], Any]) -> None:
-        self.get_response = get_response
-        self.is_async = iscoroutinefunction(get_response)
-        if self.is_async:
-            markcoroutinefunction(self)
-
-    def __call__(self, request: HttpRequest) -> Any:
-        if self.is_async:
-            return self._acall(request)
+class SecureCookiesMiddleware(HybridMiddleware):
+    def _call(self, request: HttpRequest) -> Any:
         return secure_cookies(request, self.get_response(request))
 
     async def _acall(self, request: HttpRequest) -> HttpResponseBase:

@@ -10,10 +10,9 @@ the database on the event loop.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from typing import Any
 
-from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.http import HttpRequest, HttpResponseBase
 from django.utils.functional import SimpleLazyObject, empty
 
@@ -23,6 +22,7 @@ from runtimes.api import metrics
 from runtimes.api.authentication import client_address
 from runtimes.api.requestinfo import group_of
 from runtimes.api.status import is_api_path
+from runtimes.apimachinery.middleware import HybridMiddleware
 
 REFUSALS = frozenset({401, 403, 429})
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -85,19 +85,8 @@ def build(request: HttpRequest, user: User | None, code: int) -> dict[str, Any]:
     )
 
 
-class AuditMiddleware:
-    sync_capable = True
-    async_capable = True
-
-    def __init__(self, get_response: Callable[[HttpRequest], Any]) -> None:
-        self.get_response = get_response
-        self.is_async = iscoroutinefunction(get_response)
-        if self.is_async:
-            markcoroutinefunction(self)
-
-    def __call__(self, request: HttpRequest) -> Any:
-        if self.is_async:
-            return self._acall(request)
+class AuditMiddleware(HybridMiddleware):
+    def _call(self, request: HttpRequest) -> Any:
         request.received_at = audit.timestamp()  # type: ignore[attr-defined]
         response: HttpResponseBase = self.get_response(request)
         if wanted(request, response.status_code):

@@ -12,10 +12,9 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from typing import Any
 
-from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.conf import settings
 from django.http import HttpRequest, HttpResponseBase
 from django.utils.functional import LazyObject, empty
@@ -24,23 +23,13 @@ from runtimes.api import metrics
 from runtimes.api.status import is_api_path, status_response
 from runtimes.apimachinery import errors
 from runtimes.apimachinery.errors import ApiError
+from runtimes.apimachinery.middleware import HybridMiddleware
 
 log = logging.getLogger("nodus.request")
 
 
-class RequestIdMiddleware:
-    sync_capable = True
-    async_capable = True
-
-    def __init__(self, get_response: Callable[[HttpRequest], Any]) -> None:
-        self.get_response = get_response
-        self.is_async = iscoroutinefunction(get_response)
-        if self.is_async:
-            markcoroutinefunction(self)
-
-    def __call__(self, request: HttpRequest) -> Any:
-        if self.is_async:
-            return self._acall(request)
+class RequestIdMiddleware(HybridMiddleware):
+    def _call(self, request: HttpRequest) -> Any:
         early = self._begin(request)
         if early is not None:
             return self._finish(request, early)

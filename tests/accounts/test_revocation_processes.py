@@ -18,7 +18,7 @@ from contextlib import ExitStack, closing
 import orjson
 import pytest
 
-from tests.security.test_revocation import (
+from tests.accounts.test_revocation import (
     DEADLINE_SECONDS,
     assert_ended_with,
     bearer,

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, expect
 
-from tests.support import liveserver
 from tests.support import oidc as oidc_support
 from tests.support.liveserver import LiveServer
 from tests.support.manage import shell
@@ -20,26 +18,14 @@ pytestmark = pytest.mark.browser
 
 @pytest.fixture(scope="module")
 def provider() -> Iterator[oidc_support.Provider]:
-    running = oidc_support.start()
-    yield running
-    oidc_support.stop(running)
+    yield from oidc_support.running()
 
 
 @pytest.fixture(scope="module")
 def server(provider: oidc_support.Provider) -> Iterator[LiveServer]:
-    def begin(data_dir: Path) -> LiveServer:
-        return liveserver.start(
-            data_dir,
-            liveserver.prepare(data_dir),
-            NODUS_OIDC_ISSUER_URL=provider.issuer,
-            NODUS_OIDC_CLIENT_ID=oidc_support.CLIENT_ID,
-            NODUS_OIDC_CLIENT_SECRET=oidc_support.CLIENT_SECRET,
-            NODUS_OIDC_USERNAME_PREFIX="oidc:",
-            NODUS_OIDC_GROUPS_PREFIX="oidc:",
-        )
-
-    running = liveserver.serve("nodus-oidc-browser-", begin)
-    yield from running
+    yield from oidc_support.serving(
+        provider, "nodus-oidc-browser-", NODUS_OIDC_CLIENT_SECRET=oidc_support.CLIENT_SECRET
+    )
 
 
 def test_it_signs_in_with_the_provider_and_manages_members_through_a_group(

@@ -16,7 +16,6 @@ import pytest
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect as ws_connect
 
-from tests.support import liveserver
 from tests.support import oidc as oidc_support
 from tests.support.api import runtime_manifest
 from tests.support.kubectl import Kubectl
@@ -32,24 +31,12 @@ RUNTIMES = "/apis/nodus.dev/v1beta1/namespaces/demo/trainingruntimes"
 
 @pytest.fixture(scope="module")
 def provider() -> Iterator[oidc_support.Provider]:
-    running = oidc_support.start()
-    yield running
-    oidc_support.stop(running)
+    yield from oidc_support.running()
 
 
 @pytest.fixture(scope="module")
 def server(provider: oidc_support.Provider) -> Iterator[LiveServer]:
-    def begin(data_dir: Path) -> LiveServer:
-        return liveserver.start(
-            data_dir,
-            liveserver.prepare(data_dir),
-            NODUS_OIDC_ISSUER_URL=provider.issuer,
-            NODUS_OIDC_CLIENT_ID=oidc_support.CLIENT_ID,
-            NODUS_OIDC_USERNAME_PREFIX="oidc:",
-            NODUS_OIDC_GROUPS_PREFIX="oidc:",
-        )
-
-    yield from liveserver.serve("nodus-oidc-", begin)
+    yield from oidc_support.serving(provider, "nodus-oidc-")
 
 
 @pytest.fixture(scope="module")

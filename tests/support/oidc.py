@@ -15,13 +15,18 @@ import json
 import secrets
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
+
+from tests.support import liveserver
+from tests.support.liveserver import LiveServer
 
 CLIENT_ID = "nodus"
 CLIENT_SECRET = "nodus-test-secret"
@@ -197,3 +202,27 @@ def stop(provider: Provider) -> None:
     if provider.server is not None:
         provider.server.shutdown()
         provider.server.server_close()
+
+
+def running() -> Iterator[Provider]:
+    """A provider for a module's fixture: started, then stopped after the module."""
+    provider = start()
+    yield provider
+    stop(provider)
+
+
+def serving(provider: Provider, prefix: str, **settings: str) -> Iterator[LiveServer]:
+    """A live server that signs in through `provider` (`settings` on top of the OIDC ones)."""
+
+    def begin(data_dir: Path) -> LiveServer:
+        return liveserver.start(
+            data_dir,
+            liveserver.prepare(data_dir),
+            NODUS_OIDC_ISSUER_URL=provider.issuer,
+            NODUS_OIDC_CLIENT_ID=CLIENT_ID,
+            NODUS_OIDC_USERNAME_PREFIX="oidc:",
+            NODUS_OIDC_GROUPS_PREFIX="oidc:",
+            **settings,
+        )
+
+    yield from liveserver.serve(prefix, begin)
