@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import re
 import time
-import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack, closing
 from typing import Any
@@ -104,18 +103,6 @@ def watching(answered: list[float], timeout: float = 10.0) -> None:
     deadline = time.monotonic() + timeout
     while not answered and time.monotonic() < deadline:
         time.sleep(0.05)
-
-
-@pytest.fixture
-def tag() -> str:
-    return uuid.uuid4().hex[:8]
-
-
-@pytest.fixture
-def stack() -> Iterator[ExitStack]:
-    """Closes the test's sockets, whatever happens."""
-    with ExitStack() as opened:
-        yield opened
 
 
 @pytest.fixture

@@ -11,7 +11,6 @@ before the 30 s backstop check could.
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack, closing
 
@@ -52,17 +51,6 @@ def server(request: pytest.FixtureRequest) -> Iterator[LiveServer]:
             yield from liveserver.serve("nodus-revoke-cli-")
         finally:
             liveserver.server_environment = plain
-
-
-@pytest.fixture
-def tag() -> str:
-    return uuid.uuid4().hex[:8]
-
-
-@pytest.fixture
-def stack() -> Iterator[ExitStack]:
-    with ExitStack() as opened:
-        yield opened
 
 
 def test_revoketoken_in_another_process_ends_http_and_websocket_watches(
