@@ -31,8 +31,9 @@ from runtimes.controller.signing.cosign import (
     sign,
     verify_image,
 )
+from runtimes.registry.trainingruntime.images import LAYOUT_REGISTRY
 
-SEED_REGISTRY = "registry.nodus.dev"
+SEED_REGISTRY = LAYOUT_REGISTRY
 IMAGE_USER_ANNOTATION = "nodus.dev/image-user"
 KEY_NAME = "cosign"
 

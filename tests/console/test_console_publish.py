@@ -67,6 +67,25 @@ def test_it_accepts_a_valid_manifest_in_the_dry_run(actors: dict[str, Any]) -> N
     assert "Valid: the server accepts this manifest (dry run)." in body
 
 
+def test_the_templates_dry_run_warns_that_its_registry_is_not_allowed(
+    actors: dict[str, Any], settings: Any
+) -> None:
+    settings.NODUS_REGISTRY_ALLOW = ""
+    body = (
+        client_for(actors["alice"])
+        .post("/publish/check", {"project": "demo", "manifest": STARTER})
+        .content.decode()
+    )
+    assert "registry registry.example.com is not on the allow-list" in body
+    settings.NODUS_REGISTRY_ALLOW = "registry.example.com"
+    body = (
+        client_for(actors["alice"])
+        .post("/publish/check", {"project": "demo", "manifest": STARTER})
+        .content.decode()
+    )
+    assert "allow-list" not in body
+
+
 def test_it_publishes_and_lands_on_the_status_tab(actors: dict[str, Any]) -> None:
     response = client_for(actors["alice"]).post(
         "/publish", {"project": "demo", "manifest": STARTER}

@@ -9,6 +9,7 @@ from runtimes.registry.trainingruntime.warnings import spec_warnings, update_war
 from tests.invalid_manifests import base, merge_patch, stub_catalog
 
 CATALOG = stub_catalog()
+DIGEST = "ab" * 32
 
 
 def _warnings(patch: dict[str, Any]) -> list[str]:
@@ -101,7 +102,8 @@ def test_an_update_is_warned_only_about_the_fields_it_changed() -> None:
     assert len(spec_warnings(spec, CATALOG)) == 2
     # Unchanged spec (a label), or a change no warning is computed from (the image): silence.
     assert update_warnings(spec, spec, CATALOG) == []
-    assert update_warnings({**spec, "image": "other"}, spec, CATALOG) == []
+    other = "registry.nodus.dev/trainers/other@sha256:" + "cd" * 32
+    assert update_warnings({**spec, "image": other}, spec, CATALOG) == []
     # The estimate or the presets changed: the warnings they cause are said again.
     retimed = merge_patch(spec, {"estimate": {"secondsPerStep": {"a100-80g": 2.0}}})
     assert update_warnings(retimed, spec, CATALOG) == spec_warnings(retimed, CATALOG)
@@ -110,3 +112,29 @@ def test_an_update_is_warned_only_about_the_fields_it_changed() -> None:
     assert update_warnings(moved, {**spec, "presets": []}, CATALOG) == spec_warnings(moved, CATALOG)
     # A create (no old spec) hears them all.
     assert update_warnings(spec, None, CATALOG) == spec_warnings(spec, CATALOG)
+
+
+def test_it_warns_that_the_controller_will_not_contact_a_registry_off_the_allow_list(
+    settings: Any,
+) -> None:
+    settings.NODUS_REGISTRY_ALLOW = "ghcr.io, docker.io"
+    [warning] = _warnings({"image": "registry.example.com/trainers/sft:1.0@sha256:" + DIGEST})
+    assert warning.startswith("spec.image: registry registry.example.com is not on the allow-list")
+    # The local layout's registry, an allowed host, and Docker Hub by any of its names pass.
+    assert _warnings({"image": "registry.nodus.dev/trainers/sft:1.0@sha256:" + DIGEST}) == []
+    assert _warnings({"image": "GHCR.io/org/trainer:1@sha256:" + DIGEST}) == []
+    assert _warnings({"image": "busybox:1.36@sha256:" + DIGEST}) == []
+    assert _warnings({"image": "index.docker.io/library/busybox:1.36@sha256:" + DIGEST}) == []
+    settings.NODUS_REGISTRY_ALLOW = "*"
+    assert _warnings({"image": "registry.example.com/trainers/sft:1.0@sha256:" + DIGEST}) == []
+
+
+def test_an_image_warning_is_said_again_only_when_the_image_changes(settings: Any) -> None:
+    settings.NODUS_REGISTRY_ALLOW = ""
+    spec = merge_patch(
+        base()["spec"], {"image": "registry.example.com/trainers/sft:1.0@sha256:" + DIGEST}
+    )
+    assert update_warnings(spec, spec, CATALOG) == []
+    moved = {**spec, "image": "quay.io/trainers/sft:1.0@sha256:" + DIGEST}
+    [warning] = update_warnings(moved, spec, CATALOG)
+    assert "registry quay.io is not on the allow-list" in warning

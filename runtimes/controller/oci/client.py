@@ -48,12 +48,10 @@ from runtimes.controller.oci.media import (
     manifest_media_type,
     sha256_digest,
 )
-from runtimes.controller.oci.reference import DOCKER_HUB, DOCKER_HUB_API_HOST, ImageReference
+from runtimes.controller.oci.reference import ImageReference
+from runtimes.registry.trainingruntime.images import HUB_ALIASES, allowed
 
-ANY_REGISTRY = "*"
 MAX_REDIRECTS = 5
-# Docker Hub answers to several names; an allow-list entry for one admits all of them.
-_HUB_ALIASES = frozenset({DOCKER_HUB, DOCKER_HUB_API_HOST, "index.docker.io"})
 
 
 @dataclass(frozen=True)
@@ -68,14 +66,10 @@ class RegistrySettings:
     user_agent: str = "nodus-console-controller"
 
     def allows(self, registry: str) -> bool:
-        allowed = {entry.lower() for entry in self.allowed_registries}
-        registry = registry.lower()
-        if ANY_REGISTRY in allowed or registry in allowed:
-            return True
-        return registry in _HUB_ALIASES and bool(allowed & _HUB_ALIASES)
+        return allowed(registry, self.allowed_registries)
 
     def credential_for(self, registry: str) -> Credential | None:
-        wanted = {registry.lower()} | (_HUB_ALIASES if registry.lower() in _HUB_ALIASES else set())
+        wanted = {registry.lower()} | (HUB_ALIASES if registry.lower() in HUB_ALIASES else set())
         for key, credential in self.credentials.items():
             if key.lower() in wanted:
                 return credential

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from runtimes.catalog.gpu_rules import AcceleratorCatalog, classes_for, gpu_requests
+from runtimes.registry.trainingruntime.images import image_warnings
 
 # Tasks that train on a dataset, so a runtime for them normally requires spec.data.
 _DATA_TASKS = frozenset({"SFT", "Pretrain", "DPO", "ORPO", "KTO", "Reward"})
@@ -32,6 +33,7 @@ def _reachable_classes(gpu: dict[str, Any], catalog: AcceleratorCatalog) -> set[
 _REQUIREMENTS = ("task", "requires")
 _TASK_TIMES = ("task", "estimate", "modes")
 _COVERAGE = ("task", "estimate", "presets", "defaults")
+_IMAGE = ("image",)
 
 
 def spec_warnings(spec: Any, catalog: AcceleratorCatalog) -> list[str]:
@@ -99,6 +101,7 @@ def _tagged(spec: Any, catalog: AcceleratorCatalog) -> list[tuple[str, tuple[str
         )
     coverage = _estimate_coverage(spec, catalog, _dict(estimate, step_key), step_key)
     warnings.extend((text, _COVERAGE) for text in coverage)
+    warnings.extend((text, _IMAGE) for text in image_warnings(spec))
     return warnings
 
 

@@ -1,0 +1,51 @@
+"""What the controller will refuse of a runtime's image, known at admission: a registry that is
+neither on NODUS_REGISTRY_ALLOW nor the local image layout's, which it never contacts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+
+# The registry the embedded default's local image layout serves (`manage.py seed` fills it).
+LAYOUT_REGISTRY = "registry.nodus.dev"
+ANY_REGISTRY = "*"
+DOCKER_HUB = "docker.io"
+# Docker Hub answers to several names; an allow-list entry for one admits all of them.
+HUB_ALIASES = frozenset({DOCKER_HUB, "registry-1.docker.io", "index.docker.io"})
+
+
+def registry_of(image: str) -> str:
+    """The registry host of a reference, as the controller's parser reads it (Docker Hub when the
+    first path component is not a host)."""
+    first, sep, _rest = image.partition("/")
+    if sep and ("." in first or ":" in first or first == "localhost" or first.startswith("[")):
+        return first.lower()
+    return DOCKER_HUB
+
+
+def allowed(registry: str, allow_list: frozenset[str]) -> bool:
+    entries = {entry.lower() for entry in allow_list}
+    registry = registry.lower()
+    if ANY_REGISTRY in entries or registry in entries:
+        return True
+    return registry in HUB_ALIASES and bool(entries & HUB_ALIASES)
+
+
+def allow_list() -> frozenset[str]:
+    text: str = settings.NODUS_REGISTRY_ALLOW
+    return frozenset(entry.strip() for entry in text.split(",") if entry.strip())
+
+
+def image_warnings(spec: dict[str, Any]) -> list[str]:
+    image = spec.get("image")
+    if not isinstance(image, str) or not image:
+        return []
+    registry = registry_of(image)
+    if registry == LAYOUT_REGISTRY or allowed(registry, allow_list()):
+        return []
+    return [
+        f"spec.image: registry {registry} is not on the allow-list (NODUS_REGISTRY_ALLOW): the "
+        "controller will not contact it and the runtime will turn Failed; ask an administrator "
+        f"to allow {registry}, or use an image from an allowed registry"
+    ]
