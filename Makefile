@@ -38,7 +38,7 @@ PIP_CHECK := out=$$($(PY) -m pip check 2>&1) || { echo "$$out" >&2; \
 	echo "pip check failed: the lock misses a dependency, or .venv holds leftovers (rm -rf $(VENV))" >&2; \
 	exit 1; }
 
-.PHONY: help run test lint typecheck pytest pytest-main pytest-browser bench deps test-deps venv-check \
+.PHONY: help run test lint typecheck pytest pytest-main pytest-postgres pytest-browser bench deps test-deps venv-check \
 	system-test-deps lock clean editor screenshots
 
 help:
@@ -62,7 +62,7 @@ $(EDITOR_BUNDLE): frontend/editor.js package.json $(NODE_STAMP)
 # target fails at the end if any step did.
 test: $(TEST_STAMP) system-test-deps $(NODE_STAMP) $(EDITOR_BUNDLE)
 	@failed=""; \
-	for step in lint typecheck pytest-main pytest-browser; do \
+	for step in lint typecheck pytest-main pytest-postgres pytest-browser; do \
 		echo "== $$step"; started=$$(date +%s); \
 		$(MAKE) --no-print-directory $$step || failed="$$failed $$step"; \
 		echo "== $$step took $$(( $$(date +%s) - started ))s"; \
@@ -157,7 +157,19 @@ lint: $(TEST_STAMP)
 typecheck: $(TEST_STAMP)
 	$(VENV)/bin/mypy runtimes nodus_console
 
-pytest: pytest-main pytest-browser
+pytest: pytest-main pytest-postgres pytest-browser
+
+# The list and watch semantics again on PostgreSQL (the machine's, trust auth), the scale-out
+# database: the same read path over it. A database of its own per run (pytest-django makes and
+# drops test_<name>_gwN). Without PostgreSQL it is skipped, except under CI.
+PG_TESTS := tests/api/test_api_list.py tests/api/test_api_list_index.py tests/api/test_api_watch.py \
+	tests/api/test_api_watch_stream.py tests/watch/test_cache.py tests/watch/test_hub.py \
+	tests/watch/test_informer.py
+PG_URL := postgres://postgres@127.0.0.1:5432/postgres?test_name=nodus_pytest_$(shell echo $$PPID)
+pytest-postgres: $(TEST_STAMP)
+	@if ! (exec 3<>/dev/tcp/127.0.0.1/5432) 2>/dev/null && [[ -z "$${CI:-}" ]]; then \
+		echo "skipped: nothing listens on 127.0.0.1:5432 (PostgreSQL)"; exit 0; fi; \
+	DATABASE_URL="$(PG_URL)" $(PY) -m pytest -m "not browser" -n $(PYTEST_WORKERS) -q $(PG_TESTS) $(PYTEST_ARGS)
 
 # The sync Playwright plugin and pytest-asyncio cannot share one event loop in one run, so browser
 # tests get their own invocation. Exit code 5 ("no tests") passes only where no test carries the

@@ -316,21 +316,6 @@ NODUS_WATCH_CACHE = declare(
     True,
     "answer lists from each process's in-memory watch cache (0: every list reads SQL)",
 )
-# With the cache on, the reads memory can answer are served on the event loop
-# (runtimes.api.loopreads); lists larger than NODUS_LIST_STREAM_BYTES stream item by item.
-NODUS_LOOP_READS = declare(
-    "NODUS_LOOP_READS",
-    flag,
-    True,
-    'with the cache on, answer GETs, lists at resourceVersion "" or "0" and watch starts on the '
-    "event loop when memory can",
-)
-NODUS_LIST_STREAM_BYTES = declare(
-    "NODUS_LIST_STREAM_BYTES",
-    int,
-    256 * 1024,
-    "lists answered on the loop larger than this stream item by item, with their length up front",
-)
 NODUS_WATCH_BOOKMARK_SECONDS = declare(
     "NODUS_WATCH_BOOKMARK_SECONDS",
     float,
@@ -666,15 +651,8 @@ NODUS_MAX_WATCHES_INFLIGHT = declare(
     1000,
     "open watches and websockets a process holds; past it, 429 (0: no bound)",
 )
-# Threads of the event loop's default executor (0: the lists the seats allow, plus 4).
 # API views run on this many long-lived threads that keep their database connections
-# (runtimes.api.viewpool); the in-process tests turn the pool off.
-NODUS_VIEW_POOL = declare(
-    "NODUS_VIEW_POOL",
-    flag,
-    True,
-    "run API views on the long-lived pool of threads (0: on Django's thread per request)",
-)
+# (runtimes.api.viewpool).
 NODUS_VIEW_THREADS = declare(
     "NODUS_VIEW_THREADS",
     int,

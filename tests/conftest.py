@@ -9,14 +9,59 @@ from typing import Any
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.db import connections
 
-from runtimes.accounts import oidc
+from runtimes.accounts import memo, oidc, throttling
 from runtimes.accounts.oidcconfig import config
 from runtimes.accounts.tokens import create_token
 from runtimes.storage.models import Membership, Project, Role
+from runtimes.watch import hub
 from tests.support import liveserver, watch_live
 from tests.support import oidc as provider_support
 from tests.support.api import ApiClient
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test that uses the database commits its writes, as requests do when shipped: the
+    view pool's threads and the hub's, on connections of their own, see them, and the watch
+    cache answers the test's reads. The rows the migrations seed come back after each test."""
+    for item in items:
+        marker = item.get_closest_marker("django_db")
+        if marker is None and "db" not in getattr(item, "fixturenames", ()):
+            continue
+        kwargs = {**(marker.kwargs if marker else {}), "transaction": True}
+        kwargs["serialized_rollback"] = True
+        item.add_marker(pytest.mark.django_db(**kwargs), append=False)  # the closest
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup: None, django_db_blocker: Any) -> Iterator[None]:
+    """pytest-django's, and before it drops the test database, the sessions the server's
+    threads left open end (PostgreSQL's pool keeps some; a daemon thread may hold one), or
+    the drop would find them."""
+    yield
+    hub.shutdown()
+    for connection in connections.all(initialized_only=True):
+        if connection.vendor != "postgresql":
+            continue
+        with django_db_blocker.unblock(), connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+        if getattr(connection, "pool", None) is not None:
+            connection.close_pool()
+
+
+@pytest.fixture(autouse=True)
+def _store_recreated() -> Iterator[None]:
+    """Each test's store is emptied after it: what the process remembers of it goes too (the
+    hub and its watch cache, remembered tokens and roles, failed tokens counted against the
+    test client's address), as after a restore."""
+    yield
+    hub.shutdown()
+    memo.forget_all()
+    throttling.limiter().reset()
 
 
 @pytest.fixture

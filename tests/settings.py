@@ -1,26 +1,27 @@
-"""Test settings: the project's settings over a throwaway data dir, without the controller thread.
+"""Test settings: the project's settings, as shipped, over a throwaway data dir.
 
 Set before the project settings are imported, so no test ever touches a developer's `.data`.
+Nothing here changes how a request is answered: reads go through the watch cache, views run on
+the view pool, tokens and roles are remembered, as under `make run`. What makes that testable is
+that every test's writes commit (tests/conftest.py), to a database file configured as shipped.
 """
 
 import os
 import tempfile
 
 os.environ.setdefault("NODUS_DATA_DIR", tempfile.mkdtemp(prefix="nodus-test-"))
+# The controller runs where a test starts it (tests/support/controller.py), never on its own.
 os.environ.setdefault("NODUS_EMBEDDED_CONTROLLER", "0")
-# The test client's requests run inside each test's transaction, which the hub's thread (and so
-# the watch cache) cannot see: in-process tests read SQL. Live servers (tests/support/
-# liveserver.py) and the watch cache's own tests (tests/watch/test_cache*.py) run it.
-os.environ.setdefault("NODUS_WATCH_CACHE", "0")
-# Tests change tokens and roles with queryset updates, which send no signals: look them up on
-# every request (tests/accounts/test_memo.py and the live servers cover the remembered path).
-os.environ.setdefault("NODUS_ACCESS_CACHE_SECONDS", "0")
 
 from nodus_console.settings import *  # noqa: F403
 
-# API views run on the test's own thread, inside its transaction (runtimes.api.viewpool).
-NODUS_VIEW_POOL = False
-# A token's last use is written by the request that used it, in the test's transaction.
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":  # noqa: F405
+    # A file in WAL mode with the shipped busy timeout (the OPTIONS above), one per xdist
+    # worker (pytest-django suffixes the name), not Django's in-memory shared-cache database.
+    DATABASES["default"]["TEST"] = {"NAME": str(DATA_DIR / "test.sqlite3")}  # noqa: F405
+
+# A token's last use is written by the request that used it, not by a thread that could
+# outlive the test.
 NODUS_TOKEN_TOUCH_SECONDS = 0
 
 # The actors fixture hashes a password per actor per test; PBKDF2 would cost seconds a test.

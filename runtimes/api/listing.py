@@ -23,7 +23,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from runtimes.accounts import access
-from runtimes.api import continuation, media, metrics, readstate, tables
+from runtimes.api import continuation, media, metrics, tables
 from runtimes.api.base import KubeView, respond
 from runtimes.api.listoptions import (
     EXACT,
@@ -35,9 +35,9 @@ from runtimes.api.listoptions import (
 from runtimes.apimachinery import errors
 from runtimes.apimachinery.meta import Obj
 from runtimes.registry.resources import ResourceType
-from runtimes.storage import snapshots, store
+from runtimes.storage import compaction, snapshots, store
 from runtimes.watch import hub
-from runtimes.watch.cache import CachedSnapshot
+from runtimes.watch.cache import CachedSnapshot, Lookup
 
 Key = tuple[str, str]
 
@@ -92,9 +92,6 @@ def too_large(wanted: int, current: int) -> errors.ApiError:
 
 def wait_for_revision(wanted: int) -> int:
     """Waits (≤3 s) until the store has reached `wanted`; returns the current revision."""
-    known = readstate.store_reached(wanted)
-    if known is not None:
-        return known
     deadline = time.monotonic() + WAIT_FOR_REVISION_SECONDS
     current = store.current_revision()
     while current < wanted:
@@ -117,32 +114,50 @@ def _expired_continue(after: Key) -> errors.ApiError:
 
 
 def _cache_at(
-    rt: ResourceType, ns: str | None, revision: int | None, label: tuple[str, str] | None
+    rt: ResourceType, ns: str | None, revision: int | None, lookups: tuple[Lookup, ...]
 ) -> CachedSnapshot | None:
     """The kind at `revision` (None: the latest) from this process's watch cache, if on."""
     if not settings.NODUS_WATCH_CACHE:
         return None
-    return hub.get_hub().cached(rt.key, ns, revision, label)
+    return hub.get_hub().cached(rt.key, ns, revision, lookups)
 
 
 def _latest(
-    rt: ResourceType, ns: str | None, label: tuple[str, str] | None, at_least: int | None
+    rt: ResourceType, ns: str | None, lookups: tuple[Lookup, ...], at_least: int | None
 ) -> Any:
     """The latest state, from the cache once it has applied `at_least` (None: the store's
     current revision, read now: a consistent read, KEP-2340), else from SQL."""
     if settings.NODUS_WATCH_CACHE:
-        wanted = readstate.current_revision() if at_least is None else at_least
+        wanted = store.current_revision() if at_least is None else at_least
         if hub.get_hub().wait_for(wanted, WAIT_FOR_REVISION_SECONDS):
-            cached = _cache_at(rt, ns, None, label)
+            cached = _cache_at(rt, ns, None, lookups)
             if cached is not None and cached.revision >= wanted:
                 return cached
     return snapshots.latest(rt.key, ns)
 
 
+def cached_object(
+    rt: ResourceType, namespace: str | None, name: str, at_least: int | None
+) -> Obj | None:
+    """One object's latest state from the watch cache once it has applied `at_least` (None:
+    the store's current revision, read now: a consistent read), or None when the cache can't
+    answer (off, warming, behind) or doesn't hold it: then SQL answers, and says why."""
+    if not settings.NODUS_WATCH_CACHE:
+        return None
+    wanted = store.current_revision() if at_least is None else at_least
+    running = hub.get_hub()
+    if not running.wait_for(wanted, WAIT_FOR_REVISION_SECONDS):
+        return None
+    found = running.latest_entry(rt.key, (namespace or "", name))
+    if found is None or found[0] is None or found[1] < wanted:
+        return None
+    return found[0].parsed()
+
+
 def _snapshot(rt: ResourceType, namespace: str | None, opts: ListOptions) -> tuple[Any, Key]:
     """The snapshot to serve and the key to start after."""
     ns = namespace if rt.namespaced else None
-    label = opts.selection.exact_label()
+    lookups = opts.selection.index_lookups()
     if opts.continue_token:
         if opts.resource_version not in ("", "0"):
             raise errors.bad_request(
@@ -150,13 +165,13 @@ def _snapshot(rt: ResourceType, namespace: str | None, opts: ListOptions) -> tup
             )
         revision, after = continuation.decode(opts.continue_token)
         if revision == continuation.INCONSISTENT:
-            return _latest(rt, ns, label, None), after
-        if revision > readstate.current_revision():
+            return _latest(rt, ns, lookups, None), after
+        if revision > store.current_revision():
             raise errors.bad_request("invalid continue token: the resourceVersion is in the future")
         # Below the event log's window every worker answers 410, whatever its cache still holds.
-        if readstate.is_expired(revision):
+        if compaction.is_expired(revision):
             raise _expired_continue(after)
-        cached = _cache_at(rt, ns, revision, label)
+        cached = _cache_at(rt, ns, revision, lookups)
         if cached is not None:
             return cached, after
         try:
@@ -165,21 +180,21 @@ def _snapshot(rt: ResourceType, namespace: str | None, opts: ListOptions) -> tup
             raise _expired_continue(after) from None
     wanted = opts.revision
     if not wanted:  # unset: the latest (consistent); "0": any, and the latest is one
-        return _latest(rt, ns, label, None if opts.resource_version == "" else 0), ("", "")
+        return _latest(rt, ns, lookups, None if opts.resource_version == "" else 0), ("", "")
     wait_for_revision(wanted)
     match = opts.resource_version_match
     # Legacy rule: a resourceVersion with a limit and no match means Exact.
     if match == EXACT or (not match and opts.limit):
-        if readstate.is_expired(wanted):
+        if compaction.is_expired(wanted):
             raise errors.expired("The resourceVersion for the provided list is too old.")
-        cached = _cache_at(rt, ns, wanted, label)
+        cached = _cache_at(rt, ns, wanted, lookups)
         if cached is not None:
             return cached, ("", "")
         try:
             return snapshots.at(rt.key, ns, wanted), ("", "")
         except snapshots.Compacted:
             raise errors.expired("The resourceVersion for the provided list is too old.") from None
-    return _latest(rt, ns, label, wanted), ("", "")
+    return _latest(rt, ns, lookups, wanted), ("", "")
 
 
 def _key(obj: Obj) -> Key:
@@ -209,7 +224,9 @@ def _page(rt: ResourceType, namespace: str | None, opts: ListOptions, stored: bo
     cached = isinstance(snap, CachedSnapshot)
     metrics.list_served(rt.plural, cached, snap.index if cached else "")
     if cached:
-        return _cached_page(snap, after, opts, stored)
+        page, fetched = _cached_page(snap, after, opts, stored)
+        metrics.cache_list_objects(rt.plural, snap.index, fetched, len(page.items))
+        return page
     chosen = opts.selection
     keys = [k for k in snap.keys if k > after and chosen.visible(k[0])]
     limit = opts.limit
@@ -240,16 +257,21 @@ def _page(rt: ResourceType, namespace: str | None, opts: ListOptions, stored: bo
     return Page(items, snap.revision)
 
 
-def _cached_page(snap: CachedSnapshot, after: Key, opts: ListOptions, stored: bool) -> Page:
-    """`list_page` from the watch cache: selectors match each entry's labels and fields, and
-    nothing is parsed but the page's items (and not those when `stored`)."""
+def _cached_page(
+    snap: CachedSnapshot, after: Key, opts: ListOptions, stored: bool
+) -> tuple[Page, int]:
+    """`list_page` from the watch cache, and how many entries it looked at: selectors match
+    each entry's labels and fields, and nothing is parsed but the page's items (and not those
+    when `stored`)."""
     chosen = opts.selection
     limit = opts.limit
     start = bisect.bisect_right(snap.keys, after) if after != ("", "") else 0
     keys: list[Key] = []
+    fetched = 0
     for key in itertools.islice(snap.keys, start, None):
         if not chosen.visible(key[0]):
             continue
+        fetched += 1
         entry = snap.entries[key]
         if chosen.has_selectors and not chosen.matches_indexed(
             entry.labels, entry.fields, entry.uid_hash
@@ -261,18 +283,19 @@ def _cached_page(snap: CachedSnapshot, after: Key, opts: ListOptions, stored: bo
     page_keys = keys[:limit] if limit else keys
     items: list[Any] = snap.stored(page_keys) if stored else snap.bodies(page_keys)
     if not limit or not page_keys:
-        return Page(items, snap.revision)
+        return Page(items, snap.revision), fetched
     if not chosen.has_selectors:
         if len(keys) > limit:
             token = continuation.encode(snap.revision, page_keys[-1])
-            return Page(items, snap.revision, token, len(keys) - limit)
-        return Page(items, snap.revision)
+            return Page(items, snap.revision, token, len(keys) - limit), fetched
+        return Page(items, snap.revision), fetched
     # As from SQL: with selectors, a full page continues when any object follows its last.
     if len(keys) > limit or (
         len(keys) == limit and snap.last is not None and snap.last > page_keys[-1]
     ):
-        return Page(items, snap.revision, continuation.encode(snap.revision, page_keys[-1]))
-    return Page(items, snap.revision)
+        token = continuation.encode(snap.revision, page_keys[-1])
+        return Page(items, snap.revision, token), fetched
+    return Page(items, snap.revision), fetched
 
 
 @dataclass

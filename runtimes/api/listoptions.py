@@ -22,6 +22,7 @@ from runtimes.apimachinery.selectors import (
     parse_field_selector,
     parse_label_selector,
 )
+from runtimes.apimachinery.selectors.labels import Operator
 from runtimes.apimachinery.selectors.shards import (
     UID,
     ShardSelector,
@@ -29,6 +30,7 @@ from runtimes.apimachinery.selectors.shards import (
     parse_shard_selector,
 )
 from runtimes.registry.resources import ResourceType
+from runtimes.watch.cache import Lookup
 
 # A selector may be at most 8 KiB (``MAX_SELECTOR_BYTES``; ours: kube bounds selectors only by the
 # request line, which Go's server caps at 1 MiB with the headers). That holds about 120 label
@@ -100,14 +102,18 @@ class Selection:
             return False
         return self.fields.empty or self.fields.matches(fields)
 
-    def exact_label(self) -> tuple[str, str] | None:
-        """A label pair every match must carry (from `key=value` or `key in (value)`), so an
-        index can answer before any object is looked at."""
-        for requirement in self.labels.requirements:
-            value = self.labels.requires_exact_match(requirement.key)
-            if value is not None:
-                return requirement.key, value
-        return None
+    def index_lookups(self) -> tuple[Lookup, ...]:
+        """Requirements every match meets that the watch cache's indexes answer before any
+        object is looked at: a label with one of some values (`=`, `==`, `in`), a label present
+        (`exists`, and `gt`/`lt`, which need it), a selectable field equal to a value."""
+        found: list[Lookup] = []
+        for r in self.labels.requirements:
+            if r.operator in (Operator.IN, Operator.EQUALS, Operator.DOUBLE_EQUALS):
+                found.append(("label", r.key, tuple(r.values)))
+            elif r.operator in (Operator.EXISTS, Operator.GREATER_THAN, Operator.LESS_THAN):
+                found.append(("label", r.key, ()))
+        found += [("field", t.field, (t.value,)) for t in self.fields.terms if not t.negated]
+        return tuple(found)
 
 
 @dataclass(frozen=True)
@@ -135,7 +141,7 @@ def supported_fields(rt: ResourceType) -> tuple[str, ...]:
 
 def parse_revision(text: str) -> int:
     """resourceVersions are decimal revisions; anything else is a 400 before any work."""
-    if not text.isdigit() or len(text) > 19:
+    if not (text.isascii() and text.isdigit()) or len(text) > 19:
         raise errors.bad_request(
             f"invalid resource version: {text!r}",
             fix="resourceVersion must be a value this server returned (a decimal number); "

@@ -87,20 +87,25 @@ def flow_finished(level: str, schema: str, width: int) -> None:
 CACHE_LISTS = Counter(
     "apiserver_cache_list_total",
     "Lists (and watches' initial lists) answered from this process's watch cache, by resource "
-    "and the index used ('label' when a required label pair narrowed it, '' for none).",
+    "and the index used ('label' or 'field' when one narrowed it, '' for none).",
     ["resource_prefix", "index"],
+)
+CACHE_LIST_FETCHED = Counter(
+    "apiserver_cache_list_fetched_objects_total",
+    "Objects a list from the watch cache looked at (an index makes it the objects its narrowest "
+    "requirement names, not the namespace's).",
+    ["resource_prefix", "index"],
+)
+CACHE_LIST_RETURNED = Counter(
+    "apiserver_cache_list_returned_objects_total",
+    "Objects lists from the watch cache returned.",
+    ["resource_prefix"],
 )
 STORAGE_LISTS = Counter(
     "apiserver_storage_list_total",
     "Lists answered from SQL: the cache was off, still warming, or asked for a revision before "
     "its window.",
     ["resource"],
-)
-LOOP_READS = Counter(
-    "nodus_loop_reads_total",
-    "Gets, lists and watch starts answered on the event loop from memory (runtimes.api."
-    "loopreads), with no thread hop; the rest are served by the pooled views.",
-    ["verb", "resource"],
 )
 EVENT_LOG_REVISION = Gauge(
     "nodus_event_log_revision", "The newest revision committed to the event log."
@@ -132,8 +137,9 @@ def list_served(resource: str, from_cache: bool, index: str = "") -> None:
         STORAGE_LISTS.labels(resource).inc()
 
 
-def loop_read(verb: str, resource: str) -> None:
-    LOOP_READS.labels(verb, resource).inc()
+def cache_list_objects(resource: str, index: str, fetched: int, returned: int) -> None:
+    CACHE_LIST_FETCHED.labels(resource, index).inc(fetched)
+    CACHE_LIST_RETURNED.labels(resource).inc(returned)
 
 
 def watch_opened(resource: str = "") -> None:

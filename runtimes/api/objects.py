@@ -195,11 +195,15 @@ class ItemView(KubeView):
         self, request: Request, plural: str, name: str, namespace: str | None = None
     ) -> Response:
         wanted = request.query_params.get("resourceVersion", "")
+        at_least = None  # unset: the latest (a consistent read)
         if wanted:
             # kube: a number, served at that revision or later (waiting, at most 3 s, for a
             # revision ahead of the store); anything else is a 400.
-            listing.wait_for_revision(parse_revision(wanted))
-        obj = self._get_or_explain(namespace, name)
+            at_least = parse_revision(wanted)
+            listing.wait_for_revision(at_least)
+        obj = listing.cached_object(self.rt, namespace, name, at_least)
+        if obj is None:
+            obj = self._get_or_explain(namespace, name)
         return listing.object_response(self, request, obj)
 
     def _get_or_explain(self, namespace: str | None, name: str) -> dict[str, Any]:

@@ -14,7 +14,6 @@ from runtimes.api import (
     discovery,
     eventsv1,
     health_views,
-    loopreads,
     namespaces,
     objects,
     openapi_views,
@@ -47,12 +46,7 @@ async def collection(request: HttpRequest, **kwargs: Any) -> HttpResponseBase:
         from runtimes.api.watch import watch
 
         return await watch(request, objects.CollectionView.access, **kwargs)
-    response: HttpResponseBase | None = await loopreads.serve(
-        request, objects.CollectionView, **kwargs
-    )
-    if response is None:
-        response = await _pooled_collection(request, **kwargs)
-    return response
+    return await _pooled_collection(request, **kwargs)
 
 
 _pooled_collection = pooled(_collection)
@@ -84,11 +78,8 @@ async def legacy_watch(request: HttpRequest, **kwargs: Any) -> HttpResponseBase:
 @csrf_exempt
 @authorization.declare(objects.ItemView.access)
 async def item(request: HttpRequest, **kwargs: Any) -> HttpResponseBase:
-    """A GET memory can answer is served on the loop; everything else by the DRF view."""
-    response: HttpResponseBase | None = await loopreads.serve(request, objects.ItemView, **kwargs)
-    if response is None:
-        response = await _pooled_item(request, **kwargs)
-    return response
+    """The DRF view, on the pool (`viewpool`)."""
+    return await _pooled_item(request, **kwargs)
 
 
 urlpatterns = [

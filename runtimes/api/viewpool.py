@@ -12,8 +12,6 @@ from django.db import close_old_connections
 from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from django.template.response import SimpleTemplateResponse
 
-from runtimes.watch.hub import run_db
-
 # Django runs a sync view from its async handler on a thread made for that one request
 # (`ThreadSensitiveContext`), opens a database connection on it, closes it at the end, and hops to
 # another such thread to render the response. For a GET that is most of its time. API views run
@@ -60,16 +58,9 @@ _on_pool = sync_to_async(_call, thread_sensitive=False, executor=_executor)
 
 def pooled(view: Callable[..., HttpResponseBase]) -> Callable[..., Awaitable[HttpResponseBase]]:
     """`view` (sync) as an async view that runs it on the pool."""
-    # Off (the in-process tests, whose requests must see their test's transaction): on the
-    # caller's thread, as Django runs a sync view.
-    inline = sync_to_async(_rendered, thread_sensitive=True)
 
     async def pooled_view(request: HttpRequest, **kwargs: Any) -> HttpResponseBase:
-        response: HttpResponseBase
-        if settings.NODUS_VIEW_POOL:
-            response = await _on_pool(_rendered, (view, request, kwargs))
-        else:
-            response = await inline(view, request, kwargs)
+        response: HttpResponseBase = await _on_pool(_rendered, (view, request, kwargs))
         return response
 
     # What Django and our checks read off a view (csrf_exempt, view_class and so its `access`
@@ -82,8 +73,5 @@ def pooled(view: Callable[..., HttpResponseBase]) -> Callable[..., Awaitable[Htt
 
 
 async def run(fn: Callable[..., Any], *args: Any) -> Any:
-    """A database call from async code (a watch's set-up) on the pool, its connection kept; off,
-    on a thread of its own that closes its connection (`watch.hub.run_db`)."""
-    if not settings.NODUS_VIEW_POOL:
-        return await run_db(fn, *args)
+    """A database call from async code (a watch's set-up) on the pool, its connection kept."""
     return await _on_pool(fn, args)

@@ -17,18 +17,16 @@ from typing import Any
 
 import orjson
 from django.contrib.auth.models import AnonymousUser
-from django.core.exceptions import SynchronousOnlyOperation
 from django.http import HttpRequest, HttpResponseBase, StreamingHttpResponse
 
 from runtimes.accounts.throttling import bearer_user
-from runtimes.api import loopreads, media, metrics, readstate, viewpool
+from runtimes.api import media, metrics, viewpool
 from runtimes.api.authentication import client_address
 from runtimes.api.requestinfo import kind_for
 from runtimes.api.status import status_response
 from runtimes.api.watchstream import WatchPlan, plan_watch, watch_events
 from runtimes.apimachinery import errors
 from runtimes.registry.authorization import WATCH, Access, check
-from runtimes.registry.resources import ResourceType
 from runtimes.watch.guard import Credential
 
 log = logging.getLogger("nodus.watch")
@@ -66,9 +64,6 @@ async def prepare(
         raise _not_found()
     if "watch" not in rt.verbs:
         raise errors.method_not_served()
-    on_loop = await plan_on_loop(request, rt, access, namespace)
-    if on_loop is not None:
-        return on_loop
     user, credential = await authenticate(request)
     rendering = media.accepted_as(request, RENDERINGS)
     refusal = None
@@ -96,38 +91,6 @@ def _with_metadata_rendering(plan: WatchPlan, rendering: tuple[str, str]) -> Wat
     if rendering[0] == media.PARTIAL:
         plan.metadata_version = rendering[1]
     return plan
-
-
-async def plan_on_loop(
-    request: HttpRequest, rt: ResourceType, access: Access, namespace: str | None
-) -> WatchPlan | None:
-    """The plan made on the loop (`loopreads`) when memory can make it, else None: `prepare`
-    makes it on the pool, deciding everything, refusals included, exactly as before."""
-    if not loopreads.enabled():
-        return None
-    caller = loopreads.remembered_caller(request)
-    rendering = media.accepted_as(request, RENDERINGS)
-    if caller is None or rendering is None or media.wants_yaml(request):
-        return None
-    if rendering[0] == media.PARTIAL_LIST:
-        return None  # refused by `prepare`
-    # Any start point: the plan reads the store's revision and compaction floor, and its
-    # initial list (if any) needs the cache caught up with them.
-    state = await loopreads.state_for("")
-    if state is None:
-        return None
-    user, token = caller
-    table_version = rendering[1] if rendering[0] == "Table" else None
-    try:
-        with readstate.known(state):
-            plan = plan_watch(
-                rt, user, access, namespace, request.GET, table_version, Credential.bearer(token)
-            )
-    except (errors.ApiError, readstate.WouldBlock, SynchronousOnlyOperation):
-        return None
-    request.user = user  # for the access log
-    metrics.loop_read("watch", rt.plural)
-    return _with_metadata_rendering(plan, rendering)
 
 
 async def _lines(plan: WatchPlan) -> AsyncIterator[bytes]:

@@ -21,14 +21,14 @@ from typing import Any
 import orjson
 from django.conf import settings
 
-from runtimes.api import readstate, tables
+from runtimes.api import tables
 from runtimes.api.listing import list_page, readable_namespaces, wait_for_revision
 from runtimes.api.listoptions import ListOptions, Selection, parse_list_options
 from runtimes.apimachinery import errors
 from runtimes.apimachinery.meta import Obj
 from runtimes.registry import authorization
 from runtimes.registry.resources import ResourceType
-from runtimes.storage import compaction
+from runtimes.storage import compaction, store
 from runtimes.watch import hub
 from runtimes.watch.guard import Credential, StreamGuard
 
@@ -111,12 +111,12 @@ def plan_watch(
         plan.initial_end_bookmark = opts.allow_bookmarks
         return plan
     if wanted is None:
-        plan.start_after = readstate.current_revision()
+        plan.start_after = store.current_revision()
         return plan
     wait_for_revision(wanted)
     plan.start_after = wanted
-    if readstate.is_expired(wanted):
-        plan.too_old = compaction.too_old(wanted, readstate.oldest_resumable())
+    if compaction.is_expired(wanted):
+        plan.too_old = compaction.too_old(wanted, compaction.oldest_resumable())
     return plan
 
 

@@ -29,9 +29,11 @@ from runtimes.storage.eventlog import HubEvent
 # An entry keeps the stored JSON text (lists write it out as it is, never re-serialised), the
 # labels and the selectable field values, and nothing parsed beyond that: 10,000 objects of 4 KB
 # cost about their text. Keys are (namespace, name), kept sorted per namespace, so pages come in
-# the same order as from SQL. A label index answers equality selectors (`bench=probe`) without a
-# scan. The cache is generic: the only thing it asks of a kind is the names of its selectable
-# fields, from the registry.
+# the same order as from SQL. Indexes answer a selected list without a scan, as kube's cacher
+# keeps indexers: label pairs (`bench=probe`, `tier in (a,b)`), label keys (`tier`), and each
+# selectable field's values (`spec.task=SFT`); a list then looks only at the objects its most
+# selective requirement names. The cache is generic: the only thing it asks of a kind is the
+# names of its selectable fields, from the registry.
 #
 # Warm-up reads every row from SQL once, when the hub starts; then the hub's pulls keep it
 # current. A row newer than an event is never overwritten by that event (the revision guard), so
@@ -39,6 +41,10 @@ from runtimes.storage.eventlog import HubEvent
 
 Key = tuple[str, str]
 BASE_FIELDS = ("metadata.name", "metadata.namespace")
+# What an index can answer, one requirement every match meets: ("label", key, values) a label
+# with one of these values; ("label", key, ()) the label present; ("field", path, (value,)) a
+# selectable field equal to the value.
+Lookup = tuple[str, str, tuple[str, ...]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +74,8 @@ class _Resource:
         self.entries: dict[Key, Entry] = {}
         self.names: dict[str, list[str]] = {}  # namespace -> sorted names
         self.by_label: dict[tuple[str, str], set[Key]] = {}
+        self.by_label_key: dict[str, set[Key]] = {}
+        self.by_field: dict[tuple[str, str], set[Key]] = {}
 
     def entry(self, revision: int, raw: str, obj: Obj) -> Entry:
         meta = obj.get("metadata") or {}
@@ -84,6 +92,9 @@ class _Resource:
         self.entries[key] = entry
         for pair in entry.labels.items():
             self.by_label.setdefault(pair, set()).add(key)
+            self.by_label_key.setdefault(pair[0], set()).add(key)
+        for pair in entry.fields.items():
+            self.by_field.setdefault(pair, set()).add(key)
 
     def remove(self, key: Key) -> None:
         old = self.entries.pop(key, None)
@@ -97,11 +108,33 @@ class _Resource:
 
     def _unindex(self, key: Key, old: Entry) -> None:
         for pair in old.labels.items():
-            holders = self.by_label.get(pair)
-            if holders is not None:
-                holders.discard(key)
-                if not holders:
-                    del self.by_label[pair]
+            _drop(self.by_label, pair, key)
+            _drop(self.by_label_key, pair[0], key)
+        for pair in old.fields.items():
+            _drop(self.by_field, pair, key)
+
+    def candidates(self, lookup: Lookup) -> set[Key] | frozenset[Key]:
+        """The keys that can meet `lookup`, from its index."""
+        kind, name, values = lookup
+        if kind == "field":
+            return self.by_field.get((name, values[0]), frozenset())
+        if not values:
+            return self.by_label_key.get(name, frozenset())
+        if len(values) == 1:
+            return self.by_label.get((name, values[0]), frozenset())
+        union: set[Key] = set()
+        for value in values:
+            union |= self.by_label.get((name, value), frozenset())
+        return union
+
+    def narrowest(self, lookups: Iterable[Lookup]) -> tuple[str, set[Key] | frozenset[Key]] | None:
+        """The smallest candidate set among `lookups` (every match is in each), and its index."""
+        best: tuple[str, set[Key] | frozenset[Key]] | None = None
+        for lookup in lookups:
+            found = self.candidates(lookup)
+            if best is None or len(found) < len(best[1]):
+                best = (lookup[0], found)
+        return best
 
     def last_key(self, namespace: str | None) -> Key | None:
         spaces = [namespace] if namespace is not None else sorted(self.names)
@@ -119,13 +152,21 @@ class _Resource:
                 yield ns, name
 
 
+def _drop[K](index: dict[K, set[Key]], at: K, key: Key) -> None:
+    holders = index.get(at)
+    if holders is not None:
+        holders.discard(key)
+        if not holders:
+            del index[at]
+
+
 @dataclass
 class CachedSnapshot:
     """One kind's objects at `revision`, copied out of the cache (the cache moves on).
 
-    With a `label` pair asked for, and when nothing had to be taken back, `keys` holds only the
-    objects carrying it (from the label index); `last` is then the last key of the whole scope,
-    so a page can tell whether anything follows its last match.
+    With index lookups asked for, and when nothing had to be taken back, `keys` holds only the
+    objects the narrowest one names (from its index); `last` is then the last key of the whole
+    scope, so a page can tell whether anything follows its last match.
     """
 
     resource: str
@@ -134,7 +175,7 @@ class CachedSnapshot:
     keys: list[Key]  # sorted
     entries: dict[Key, Entry]
     last: Key | None
-    index: str = ""  # "label" when the label index chose `keys`
+    index: str = ""  # "label" or "field" when that index chose `keys`
 
     def stored(self, keys: Iterable[Key]) -> list[str]:
         return [self.entries[k].raw for k in keys if k in self.entries]
@@ -207,11 +248,11 @@ class WatchCache:
         namespace: str | None,
         revision: int,
         since: list[HubEvent],
-        label: tuple[str, str] | None = None,
+        lookups: tuple[Lookup, ...] = (),
     ) -> CachedSnapshot:
         """The kind's objects at `revision`: the current entries with the changes in `since`
-        (every event after `revision`, oldest first) taken back. `label`: only objects that
-        carry this label pair are needed."""
+        (every event after `revision`, oldest first) taken back. `lookups`: requirements every
+        object needed meets (the rest are matched by the caller)."""
         kind = self._resource(resource)
         later = [
             e
@@ -220,10 +261,10 @@ class WatchCache:
             and e.resource == resource
             and (namespace is None or e.namespace == namespace)
         ]
-        if label is not None and not later:
-            hits = sorted(
-                k for k in kind.by_label.get(label, ()) if namespace is None or k[0] == namespace
-            )
+        narrowest = kind.narrowest(lookups) if not later else None
+        if narrowest is not None:
+            index, found = narrowest
+            hits = sorted(k for k in found if namespace is None or k[0] == namespace)
             return CachedSnapshot(
                 resource,
                 namespace,
@@ -231,7 +272,7 @@ class WatchCache:
                 hits,
                 {k: kind.entries[k] for k in hits},
                 kind.last_key(namespace),
-                index="label",
+                index=index,
             )
         keys = list(kind.keys(namespace))
         entries = {k: kind.entries[k] for k in keys}
@@ -242,7 +283,9 @@ class WatchCache:
             else:
                 raw = event.prev_body or orjson.dumps(event.previous).decode()
                 was = str((event.previous.get("metadata") or {}).get("resourceVersion") or "0")
-                entries[key] = kind.entry(int(was) if was.isdigit() else 0, raw, event.previous)
+                entries[key] = kind.entry(
+                    int(was) if was.isascii() and was.isdigit() else 0, raw, event.previous
+                )
         if later:
             keys = sorted(entries)
         return CachedSnapshot(

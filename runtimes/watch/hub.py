@@ -33,7 +33,7 @@ from runtimes.storage.eventlog import (
 )
 from runtimes.storage.models import Event, StoredObject
 from runtimes.watch import nudge
-from runtimes.watch.cache import CachedSnapshot, Entry, WatchCache
+from runtimes.watch.cache import CachedSnapshot, Entry, Lookup, WatchCache
 
 # Watchers pull rather than being pushed to: each subscription has a cursor (the last revision it
 # has seen) and reads `revision > cursor` from the ring, or from the log when it starts behind the
@@ -238,11 +238,12 @@ class Hub:
         resource: str,
         namespace: str | None,
         revision: int | None = None,
-        label: tuple[str, str] | None = None,
+        lookups: tuple[Lookup, ...] = (),
     ) -> CachedSnapshot | None:
         """The kind's objects at `revision` (None: the cache's latest) from memory, or None
         when the cache can't answer: off, not warm yet, `revision` ahead of it or before the
-        ring (the caller reads SQL)."""
+        ring (the caller reads SQL). `lookups`: what every object needed meets (an index
+        narrows the snapshot to the objects the narrowest one names)."""
         with self._lock:
             if not (self.with_cache and self.cache.ready):
                 return None
@@ -250,7 +251,7 @@ class Hub:
             if at > self.last or at < self.ring_from:
                 return None
             since = self._events[bisect.bisect_right(self._revisions, at) :]
-            return self.cache.snapshot(resource, namespace, at, since, label)
+            return self.cache.snapshot(resource, namespace, at, since, lookups)
 
     def latest_entry(self, resource: str, key: tuple[str, str]) -> tuple[Entry | None, int] | None:
         """One object's latest entry (None: not held) and the cache's revision, or None when

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from runtimes.api import listing
 from runtimes.apimachinery import errors
 from runtimes.storage import store
 from runtimes.storage.models import Event, StoredObject
@@ -177,7 +178,7 @@ def test_it_hides_the_traceback_of_an_unexpected_error(
     def explode(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("secret-internal-detail")
 
-    monkeypatch.setattr(store, "get", explode)
+    monkeypatch.setattr(listing, "cached_object", explode)  # a GET's read
     with caplog.at_level(logging.INFO, logger="nodus.request"):
         response = alice.get(f"{TRS}/sft-demo")
     body = assert_status(response, 500, "InternalError")

@@ -96,8 +96,8 @@ def test_it_compacts_every_so_many_commits_without_a_hub(
 ) -> None:
     monkeypatch.setattr(compaction.threading, "Thread", InlineThread)
     monkeypatch.setattr(compaction, "CHECK_EVERY", 4)
+    revisions = write(rt, 12)  # each commit's hook ran: the default window keeps them all
     settings.NODUS_EVENT_WINDOW = 3
-    revisions = write(rt, 12)
     compaction.after_commit(next(r for r in revisions[6:] if r % 4))
     assert compaction.floor() == 0  # only every fourth revision looks
     compaction.after_commit(next(r for r in revisions[6:] if r % 4 == 0))

@@ -67,12 +67,12 @@ def test_the_label_index_follows_labels_as_they_change_and_go() -> None:
     b2 = obj("b", 2, tier="silver")
     a3 = obj("a", 3, tier="silver")
     cache.apply([event(1, "ADDED", a1, None), event(2, "ADDED", b2, None)])
-    assert names(cache, 2, [], label=("tier", "gold")) == ["a"]
+    assert names(cache, 2, [], lookups=(("label", "tier", ("gold",)),)) == ["a"]
     cache.apply([event(3, "MODIFIED", a3, a1)])
-    assert names(cache, 3, [], label=("tier", "gold")) == []
-    assert names(cache, 3, [], label=("tier", "silver")) == ["a", "b"]
+    assert names(cache, 3, [], lookups=(("label", "tier", ("gold",)),)) == []
+    assert names(cache, 3, [], lookups=(("label", "tier", ("silver",)),)) == ["a", "b"]
     cache.apply([event(4, "DELETED", obj("b", 4, tier="silver"), b2)])
-    assert names(cache, 4, [], label=("tier", "silver")) == ["a"]
+    assert names(cache, 4, [], lookups=(("label", "tier", ("silver",)),)) == ["a"]
 
 
 def test_a_narrowed_snapshot_knows_the_scopes_last_key_and_older_ones_are_not_narrowed() -> None:
@@ -80,10 +80,10 @@ def test_a_narrowed_snapshot_knows_the_scopes_last_key_and_older_ones_are_not_na
     a1, z2 = obj("a", 1, tier="gold"), obj("z", 2)
     later = [event(1, "ADDED", a1, None), event(2, "ADDED", z2, None)]
     cache.apply(later)
-    narrowed = cache.snapshot(R, "demo", 2, [], label=("tier", "gold"))
+    narrowed = cache.snapshot(R, "demo", 2, [], lookups=(("label", "tier", ("gold",)),))
     assert (narrowed.keys, narrowed.last) == ([("demo", "a")], ("demo", "z"))
     # At revision 1 the index (of the current state) cannot answer: every key, taken back.
-    older = cache.snapshot(R, "demo", 1, later, label=("tier", "gold"))
+    older = cache.snapshot(R, "demo", 1, later, lookups=(("label", "tier", ("gold",)),))
     assert older.keys == [("demo", "a")]
 
 
