@@ -102,8 +102,12 @@ def estimates(request: HttpRequest, obj: Obj) -> dict[str, Any]:
     presets_list = spec.get("presets") or []
     preset_index = query.get("preset", "")
     preset = None
-    index = int(preset_index) if preset_index.isdigit() and len(preset_index) <= 9 else None
-    if preset_index.isascii() and index is not None and index < len(presets_list):
+    index = (
+        int(preset_index)
+        if preset_index.isascii() and preset_index.isdigit() and len(preset_index) <= 9
+        else None
+    )
+    if index is not None and index < len(presets_list):
         preset = presets_list[index]
     resources = preset_resources(spec, preset)
     floor = int(resources.get("nodes") or 1)

@@ -332,3 +332,14 @@ def test_it_deletes_a_collection_by_label_selector(rt: Any, alice: ApiClient) ->
     response = alice.delete(f"{DEMO}?labelSelector=tier%3Dsilver")
     assert response.status_code == 200
     assert names(alice.get(DEMO)) == ["keep"]
+
+
+@pytest.mark.parametrize("revision", ["\u00b9", "\u0661", "12\u00b3", "1e3", " 1"])
+def test_a_resource_version_that_is_not_ascii_digits_is_a_400(
+    rt: Any, alice: ApiClient, revision: str
+) -> None:
+    make(rt, "a")
+    for path in (DEMO, f"{DEMO}/a"):
+        response = alice.get(f"{path}?resourceVersion={quote(revision)}")
+        assert response.status_code == 400, (path, response.content)
+        assert "invalid resource version" in response.json_body["message"]

@@ -115,3 +115,13 @@ def test_it_explains_the_scaling_rule_in_a_disclosure(catalog_data: Any) -> None
     assert "price per node-hour" in text
     evaluation = estimates(client_for(catalog_data["bob"]), "evaluate-lm-harness")
     assert "evaluation tasks \u00d7 the seconds one task took" in evaluation
+
+
+@pytest.mark.parametrize("preset", ["%C2%B9", "%D9%A1", "-1", "99999", "x"])
+def test_a_preset_that_is_not_one_is_the_runtime_defaults_never_an_error(
+    catalog_data: Any, preset: str
+) -> None:
+    client = client_for(catalog_data["bob"])
+    page = estimates(client, "sft-llama3", f"preset={preset}")
+    defaults = estimates(client, "sft-llama3")
+    assert column(page, "Nodes") == column(defaults, "Nodes")

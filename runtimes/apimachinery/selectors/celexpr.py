@@ -158,7 +158,13 @@ class _Lexer:
             while end < n and text[end].isascii() and text[end].isdigit():
                 end += 1
             is_double = False
-            if end < n and text[end] == "." and end + 1 < n and text[end + 1].isdigit():
+            if (
+                end < n
+                and text[end] == "."
+                and end + 1 < n
+                and text[end + 1].isascii()
+                and text[end + 1].isdigit()
+            ):
                 is_double = True
                 end += 1
                 while end < n and text[end].isascii() and text[end].isdigit():

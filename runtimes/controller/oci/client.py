@@ -273,7 +273,7 @@ class RegistryClient:
 
     def _read_limited(self, response: httpx.Response, limit: int, what: str) -> bytes:
         declared = response.headers.get("Content-Length")
-        if declared and declared.isdigit() and int(declared) > limit:
+        if declared and declared.isascii() and declared.isdigit() and int(declared) > limit:
             raise ContentTooLarge(f"{what} is {declared} bytes, over the {limit} byte limit")
         deadline = time.monotonic() + self.settings.timeout
         chunks: list[bytes] = []
