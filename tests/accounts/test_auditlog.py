@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +51,14 @@ def test_a_full_queue_drops_without_waiting(settings: Any, tmp_path: Path) -> No
     settings.NODUS_AUDIT_QUEUE = 2
     before = _dropped("queue_full")
     writer = auditlog.AuditWriter()
-    for number in range(10):
+    writer.emit({"auditID": "0"})
+    # Until the writer has taken it and is blocked opening the FIFO (a busy machine may start
+    # its thread late, after the path below has moved on).
+    deadline = time.monotonic() + 10
+    while writer._queue.qsize() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.1)
+    for number in range(1, 10):
         writer.emit({"auditID": str(number)})  # returns at once, whatever the writer does
     # One event is with the blocked writer, two wait in the queue; the rest were dropped.
     assert _dropped("queue_full") >= before + 7
