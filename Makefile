@@ -39,12 +39,13 @@ PIP_CHECK := out=$$($(PY) -m pip check 2>&1) || { echo "$$out" >&2; \
 	exit 1; }
 
 .PHONY: help run test lint typecheck pytest pytest-main pytest-postgres pytest-browser bench deps test-deps venv-check \
-	system-test-deps lock clean editor screenshots
+	system-test-deps lock clean editor screenshots bench-scale
 
 help:
 	@echo "make run    serve the console, API and controller at http://127.0.0.1:8000/"
 	@echo "make test   linters, type checks and every test (installs what they need)"
 	@echo "make bench  request latency over HTTP against a live daphne, beside baselines"
+	@echo "make bench-scale  10,000 objects and 1,000 informers, nodus beside etcd"
 	@echo "make lock   re-lock the dependencies after editing pyproject.toml (UPGRADE=pkg upgrades one)"
 
 run: $(RUN_STAMP) editor
@@ -191,6 +192,12 @@ screenshots: $(TEST_STAMP) system-test-deps $(NODE_STAMP) $(EDITOR_BUNDLE)
 
 bench: $(TEST_STAMP)
 	$(PY) benchmarks/run.py
+
+# The herd case at the size projects reach: 10,000 objects and a herd of 1,000 informers, beside
+# etcd (Debian's etcd-server) in the same run, ratios nodus / etcd printed (about 15 minutes).
+bench-scale: $(TEST_STAMP)
+	BENCH_HERD_OBJECTS=10000 BENCH_HERD_CLIENTS=1000 BENCH_HERD_WATCHERS=1000 BENCH_HERD_BIG=0 \
+		$(PY) benchmarks/run.py herd
 
 clean:
 	rm -rf .mypy_cache .ruff_cache .pytest_cache .hypothesis
