@@ -136,6 +136,20 @@ def read_draft(data: Any, spec: Obj) -> tuple[Obj, dict[str, str]]:
     return draft, problems
 
 
+def unparsed_inputs(data: Any, spec: Obj) -> Obj:
+    """The Job inputs whose text did not read as a number, where the spec would carry them
+    (`{"steps": "ten"}`), so a manifest made from the form keeps what the form shows."""
+    found: Obj = {}
+    units = work_units(spec)
+    work = _text(data, "work")
+    amount, nodes = _text(data, "amount"), _text(data, "nodes")
+    if amount and _whole(amount) is None:
+        found[work if work in units else units[0]] = amount
+    if nodes and _whole(nodes) is None:
+        found["distributed"] = {"nodes": nodes}
+    return found
+
+
 def choice_key(spec: Obj, draft: Obj) -> str:
     """What the offered choices depend on (the model, method and quantization, with presets),
     as a short digest: when it moves, the fields with narrowed choices are redrawn."""
@@ -326,6 +340,8 @@ def place_errors(
         if target is None:
             rest.append(error)
             continue
+        if target.name in problems:
+            continue  # its text did not read: that is the one thing to say about it
         message = plain(error)
         if message not in target.errors:
             target.errors.append(message)

@@ -12,6 +12,8 @@ variants, optional objects) post with ``render=form`` and get the whole form red
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import hashlib
 import json
 import shlex
@@ -23,12 +25,13 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from runtimes.apimachinery import errors as api_errors
 from runtimes.apimachinery.fielderrors import FieldError
 from runtimes.apimachinery.meta import API_VERSION, Obj
 from runtimes.catalog.accelerators import catalog
 from runtimes.catalog.compile import compile_job
 from runtimes.console.authorization import requires
-from runtimes.console.forms import schema_form, summary, url_state
+from runtimes.console.forms import keys, schema_form, summary, url_state
 from runtimes.console.forms.schema_form import SchemaForm
 from runtimes.console.job_form import (
     CONTROL_OF,
@@ -39,12 +42,14 @@ from runtimes.console.job_form import (
     job_fields,
     place_errors,
     read_draft,
+    unparsed_inputs,
 )
 from runtimes.console.offerings import ORDERS, accelerator_groups, offering_rows, order_of
 from runtimes.console.projects import job_project, job_projects
 from runtimes.console.runtime_page import NO_SUCH_RUNTIME, load, page_context
 from runtimes.registry import authorization
-from runtimes.registry.kinds import TRAINING_RUNTIMES
+from runtimes.registry.kinds import TRAINING_JOBS, TRAINING_RUNTIMES
+from runtimes.storage import store
 
 
 def job_name(runtime: str, spec: Obj) -> str:
@@ -65,12 +70,14 @@ def job_context(
     meta = obj["metadata"]
     restored = restored or url_state.Restored()
     draft, draft_problems = read_draft(data, spec)
-    job_spec: Obj = {
-        "runtimeRef": {"name": meta["name"], "namespace": meta["namespace"]},
-        **draft,
-    }
+    parsed: Obj = {"runtimeRef": {"name": meta["name"], "namespace": meta["namespace"]}, **draft}
     if form.changed:
-        job_spec["parameters"] = form.changed
+        parsed["parameters"] = form.changed
+    # The manifest shown keeps text that did not read, as typed (and is then not valid); the
+    # API is asked about the rest, so its answer covers every field the form could read.
+    job_spec: Obj = {**parsed, **unparsed_inputs(data, spec)}
+    if form.unparsed:
+        job_spec["parameters"] = with_unparsed(form)
     choices = job_projects(request.user)
     chosen = job_project(request, str(data.get("job.project") or ""))
     project = chosen or meta["namespace"]
@@ -93,7 +100,9 @@ def job_context(
     body_json = json.dumps(compile_body, separators=(",", ":"))
     outcome = compile_job(obj, {**compile_body, "parameters": form.changed}, catalog())
     compiled = None if isinstance(outcome, list) else outcome
-    compile_errors = outcome if isinstance(outcome, list) else []
+    # One verdict: the errors are the API's own answer to creating this job (a dry run), beside
+    # the form's parse errors; each said once, on its field.
+    compile_errors = dry_run_causes(project, {**created, "spec": parsed})
     fields = job_fields(spec, data, draft, catalog())
     for key, messages in restored.problems.items():
         if key.startswith("job."):
@@ -111,6 +120,8 @@ def job_context(
             f.groups = accelerator_groups(offered, f.value, catalog())
     errors = summary.problems(form, fields, unplaced, restored.general)
     return {
+        # Create job is offered only for a manifest the API would take.
+        "ready": not errors and not missing,
         "form": form,
         "draft": draft,
         "job_fields": fields,
@@ -148,6 +159,38 @@ def job_context(
         + "?render=form",
         "has_schema": bool(spec.get("parameters")),
     }
+
+
+def with_unparsed(form: SchemaForm) -> Obj:
+    """The parameters the form changed, with the text of each input that did not read put back
+    where it was typed (the API then says why it is not a value)."""
+    parameters = copy.deepcopy(form.changed)
+    for key, raw in form.unparsed.items():
+        *parents, last = keys.path_of(key)
+        place: Any = parameters
+        for segment in parents:
+            if not isinstance(place, dict):
+                break
+            place = place.setdefault(segment, {})
+        else:
+            if isinstance(place, dict) and last:
+                place[last] = raw
+    return parameters
+
+
+def dry_run_causes(project: str, manifest: Obj) -> list[FieldError]:
+    """The causes the API answers a dry run of creating `manifest` in `project` with, named
+    below the job's spec as the form's fields are (`model`, `parameters.learningRate`)."""
+    try:
+        store.create(TRAINING_JOBS, project, manifest, dry_run=True)
+    except api_errors.ApiError as refusal:
+        if not refusal.causes:
+            return [FieldError("", refusal.reason, refusal.message, refusal.fix or "")]
+        return [
+            dataclasses.replace(cause, field=cause.field.removeprefix("spec."))
+            for cause in refusal.causes
+        ]
+    return []
 
 
 def still_needed(missing: list[FieldError]) -> list[str]:

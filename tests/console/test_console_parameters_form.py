@@ -5,6 +5,7 @@ TrainingJob takes, enums and presets' choices as selects, and the focus after "a
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from html.parser import HTMLParser
 from typing import Any
 from urllib.parse import urlencode
@@ -14,6 +15,7 @@ import yaml
 from django.http import QueryDict
 
 from runtimes.console.forms import url_state
+from tests.support.api import ApiClient
 from tests.support.console import client_for, form_fields, managed_catalog
 
 pytestmark = pytest.mark.django_db
@@ -375,3 +377,63 @@ def test_the_first_field_of_an_added_item_takes_the_focus(catalog_data: Any) -> 
     )
     assert len(focused) == 1
     assert 'name="p.lora.targetModules.4"' in focused[0]
+
+
+ONE_VERDICT = {
+    "p.learningRate": "abc",
+    "p.epochs": "-1",
+    "p.optimizer.beta1": "2",
+    "job.amount": "ten",
+    "job.project": "demo",
+    "_submit": "1",
+}
+
+
+def test_one_verdict_each_problem_once_and_the_apis_own(
+    catalog_data: Any, api: Callable[[str | None], ApiClient]
+) -> None:
+    """The form's errors are its parse errors plus exactly the causes the API answers a dry
+    run of the job the form can read with, each once, on its field; nothing can be created."""
+    client = client_for(catalog_data["alice"])  # an editor of demo, where the job would go
+    html = page(client, urlencode(ONE_VERDICT))
+    links = summary_links(html)
+    # A value that does not read is said once: not also "This is required".
+    assert links[LR] == "Learning rate: Enter a number ('abc' is not one)".replace("'", "&#x27;")
+    assert links["job-amount"] == "Work: Enter a whole number of 1 or more"
+    # The API's dry run of what the form could read: every cause is in the summary, once.
+    readable = manifest_of(html)
+    readable["spec"]["parameters"].pop("learningRate")
+    readable["spec"].pop("steps")
+    readable["metadata"] = {"generateName": "sft-qwen3-"}
+    answer = api("alice").post(
+        "/apis/nodus.dev/v1beta1/namespaces/demo/trainingjobs?dryRun=All", readable
+    )
+    assert answer.status_code == 422, answer.json_body
+    causes = {c["field"] for c in answer.json_body["details"]["causes"]}
+    assert {"spec.model", "spec.data", "spec.parameters.epochs"} <= causes
+    on_parsed_fields = {"spec.parameters.learningRate", "spec.steps"}
+    assert len(links) == len(causes - on_parsed_fields) + 2, (links, causes)
+    # The preview keeps what was typed and says it is not valid; Create job is refused.
+    shown = manifest_of(html)
+    assert shown["spec"]["parameters"]["learningRate"] == "abc"
+    assert shown["spec"]["steps"] == "ten"
+    assert 'id="manifest-verdict"' in html
+    assert "data-create-job=" not in html
+
+
+def test_a_valid_form_offers_create_job_with_the_manifest_it_shows(
+    catalog_data: Any, api: Callable[[str | None], ApiClient]
+) -> None:
+    client = client_for(catalog_data["alice"])
+    query = {"job.model": "Qwen/Qwen3-0.6B", "job.method": "LoRA", "job.data": "s3://d/train"}
+    query |= {"job.amount": "100", "job.project": "demo", "_submit": "1"}
+    html = page(client, urlencode(query))
+    assert summary_links(html) == {}
+    assert 'id="manifest-verdict"' not in html
+    assert "data-create-job=" in html
+    shown = manifest_of(html)
+    shown["metadata"] = {"generateName": "sft-qwen3-"}
+    answer = api("alice").post(
+        "/apis/nodus.dev/v1beta1/namespaces/demo/trainingjobs?dryRun=All", shown
+    )
+    assert answer.status_code == 201, answer.json_body

@@ -28,6 +28,9 @@ class SchemaForm:
     changed: dict[str, Any]
     problems: dict[str, list[str]] = field(default_factory=dict)
     general: list[str] = field(default_factory=list)
+    # The text of each input that did not read as its type (`p.lr`: "abc"): a manifest made
+    # from the form keeps it, so a copied manifest says what the form shows.
+    unparsed: dict[str, str] = field(default_factory=dict)
 
     @property
     def shape(self) -> str:
@@ -66,12 +69,14 @@ def submitted(
     picks: dict[str, int] = {}
     value = values.read(schema, schema, data, keys.ROOT, problems, picks=picks)
     value = value if isinstance(value, dict) else {}
+    unparsed = {k: raw for k in problems if isinstance(raw := data.get(k), str) and raw}
     op = str(data.get("_op") or "")
     verb, _, target = op.partition(":")
     if verb in ("add", "remove", "up", "down") and target.startswith(keys.ROOT):
         value = edits.edit_array(value, target, verb)
         value = edits.fill_new_items(schema, schema, value)
     form = _finish(schema, value, baseline(schema, defaults), problems, True, picks)
+    form.unparsed = unparsed
     if verb == "add":
         # Focus follows the user to the item they asked for.
         array = next((n for n in form.nodes() if n.key == target and n.kind == "array"), None)
@@ -89,9 +94,12 @@ def _finish(
     picks: dict[str, int] | None = None,
 ) -> SchemaForm:
     if validate:
+        unreadable = set(problems)  # said once: "Enter a number", not also "This is required"
         try:
             for error in parameter_errors(schema, value, "parameters"):
                 key = keys.key_for_field(error.field)
+                if key in unreadable:
+                    continue
                 message = plain(error) + (f" ({error.fix})" if error.fix else "")
                 problems.setdefault(key, []).append(message)
         except Exception as exc:
