@@ -86,7 +86,10 @@ def test_a_deleted_runtimes_page_says_so_and_turns_its_actions_off(session_for: 
     assert api.post(RUNTIMES, json=manifest("doomed")).status_code == 201
     page = s.go("/p/demo/runtimes/doomed/parameters")
     s.wait_live()
-    expect(page.locator("#create-job")).to_be_enabled()
+    controls = "#param-form :is(input, select, textarea, button):not([data-copy])"
+    # Create job is there (refused until the inputs are given) and the form can be filled.
+    expect(page.locator("#create-job")).to_be_visible()
+    expect(page.locator(f"{controls}:enabled").first).to_be_enabled()
     expect(page.locator("#runtime-header").get_by_role("link", name="Edit")).to_be_visible()
 
     assert api.delete(f"{RUNTIMES}/doomed").status_code == 200
@@ -97,7 +100,6 @@ def test_a_deleted_runtimes_page_says_so_and_turns_its_actions_off(session_for: 
     expect(page.locator("#runtime-tabs a")).to_have_count(0)
     expect(page.locator("#runtime-tabs [aria-disabled=true]")).to_have_count(len(TABS))
     expect(page.locator("#create-job")).to_be_disabled()
-    controls = "#param-form :is(input, select, textarea, button):not([data-copy])"
     expect(page.locator(f"{controls}:enabled")).to_have_count(0)
     expect(page.locator(controls).first).to_be_disabled()
     expect(page.locator("#param-form [data-copy]").first).to_be_enabled()  # what is shown
