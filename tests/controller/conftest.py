@@ -10,6 +10,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,6 +25,15 @@ from tests.support.registry import (
     serve_token_server,
     start_registry,
 )
+
+
+@pytest.fixture(autouse=True)
+def _admission_allows_every_registry(settings: Any) -> None:
+    """Admission refuses a managed runtime from a registry off NODUS_REGISTRY_ALLOW; here the
+    controller's own allow-list (`World.allowed`) is what is tested, so admission allows all,
+    as if each runtime was published while its registry was allowed. A test of the setting
+    itself sets it again."""
+    settings.NODUS_REGISTRY_ALLOW = "*"
 
 
 @pytest.fixture(scope="module")

@@ -1,11 +1,14 @@
 """What the controller will refuse of a runtime's image, known at admission: a registry that is
-neither on NODUS_REGISTRY_ALLOW nor the local image layout's, which it never contacts."""
+neither on NODUS_REGISTRY_ALLOW nor the local image layout's, which it never contacts. A warning
+for a project's runtime; for a managed one (project nodus), which must be verified, an error."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from django.conf import settings
+
+from runtimes.apimachinery.fielderrors import FieldError
 
 # The registry the embedded default's local image layout serves (`manage.py seed` fills it).
 LAYOUT_REGISTRY = "registry.nodus.dev"
@@ -37,12 +40,39 @@ def allow_list() -> frozenset[str]:
     return frozenset(entry.strip() for entry in text.split(",") if entry.strip())
 
 
-def image_warnings(spec: dict[str, Any]) -> list[str]:
-    image = spec.get("image")
+def refused_registry(spec: Any) -> str | None:
+    """The registry of the spec's image when the controller will not contact it, else None."""
+    image = spec.get("image") if isinstance(spec, dict) else None
     if not isinstance(image, str) or not image:
-        return []
+        return None
     registry = registry_of(image)
     if registry == LAYOUT_REGISTRY or allowed(registry, allow_list()):
+        return None
+    return registry
+
+
+def managed_image_errors(spec: Any, old_spec: Any) -> list[FieldError]:
+    """A managed runtime (project nodus) must be one the controller can verify: an image from a
+    registry it will not contact is refused, when the image is new or changes (a label on a
+    runtime published before the allow-list changed is still taken)."""
+    registry = refused_registry(spec)
+    if registry is None or (isinstance(old_spec, dict) and old_spec.get("image") == spec["image"]):
+        return []
+    return [
+        FieldError(
+            "spec.image",
+            "FieldValueForbidden",
+            f"Forbidden: registry {registry} is not on the allow-list (NODUS_REGISTRY_ALLOW): "
+            "the controller would never verify this managed runtime's signature",
+            f"Publish an image from an allowed registry, or ask an administrator to allow "
+            f"{registry}.",
+        )
+    ]
+
+
+def image_warnings(spec: dict[str, Any]) -> list[str]:
+    registry = refused_registry(spec)
+    if registry is None:
         return []
     return [
         f"spec.image: registry {registry} is not on the allow-list (NODUS_REGISTRY_ALLOW): the "

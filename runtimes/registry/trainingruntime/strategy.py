@@ -20,6 +20,7 @@ from runtimes.registry.strategy import (
     custom_resource_warnings,
 )
 from runtimes.registry.trainingruntime import defaulting, schema, validation
+from runtimes.registry.trainingruntime.images import managed_image_errors
 from runtimes.registry.trainingruntime.warnings import update_warnings
 
 
@@ -48,7 +49,10 @@ class TrainingRuntimeStrategy(Strategy):
         spec = obj.get("spec")
         if spec is None:
             return [required("spec")]
-        return validation.validate_spec(spec, catalog())
+        found = validation.validate_spec(spec, catalog())
+        if obj["metadata"].get("namespace") == MANAGED_PROJECT:
+            found += managed_image_errors(spec, old.get("spec") if old is not None else None)
+        return found
 
     def warnings(self, obj: Obj, old: Obj | None) -> list[str]:
         spec = obj.get("spec")
