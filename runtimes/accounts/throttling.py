@@ -18,7 +18,7 @@ from collections import OrderedDict, deque
 from django.conf import settings
 
 from runtimes.accounts.access import User
-from runtimes.accounts.tokens import remembered, user_for
+from runtimes.accounts.tokens import user_for
 from runtimes.apimachinery import errors
 
 # The counts live in this process's memory, for at most `MAX_CLIENTS` addresses (the least recently
@@ -103,14 +103,6 @@ def too_many_failures(retry_after: int) -> errors.ApiError:
         fix="Check the token your client sends (`kubectl config view --raw`); get a fresh one "
         "from the console's Tokens page, and retry after Retry-After seconds.",
     )
-
-
-def remembered_bearer_user(token: str, client: str) -> User | None:
-    """`bearer_user` from memory alone: the token's user if it was looked up a moment ago
-    and `client` is not over the limit, else None (ask `bearer_user`)."""
-    if limiter().retry_after(client) is not None:
-        return None
-    return remembered(token) if token else None
 
 
 def bearer_user(token: str, client: str) -> User | None:

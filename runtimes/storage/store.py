@@ -65,12 +65,6 @@ def current_revision() -> int:
     return int(RevisionCounter.objects.values_list("value", flat=True).get(pk=1))
 
 
-def revision_and_floor() -> tuple[int, int]:
-    """The current revision and the compaction floor (`compaction.floor`), read together."""
-    value, compacted = RevisionCounter.objects.values_list("value", "compacted").get(pk=1)
-    return int(value), int(compacted or 0)
-
-
 def _ns(rt: StoredKind, namespace: str | None) -> str:
     return (namespace or "") if rt.namespaced else ""
 

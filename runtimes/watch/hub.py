@@ -261,34 +261,6 @@ class Hub:
                 return None
             return self.cache.entry(resource, key), self.last
 
-    async def caught_up(self, revision: int, timeout: float) -> bool:
-        """Waits, without blocking the loop, until the cache has applied `revision` (True) or
-        `timeout` passes (False)."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        while True:
-            with self._lock:
-                if self._stop.is_set():
-                    return False
-                if self.cache.ready and self.last >= revision:
-                    return True
-                seen = self.last
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                return False
-            self.wake()
-            future: asyncio.Future[None] = loop.create_future()
-            try:
-                if not self.add_waiter(seen, future):
-                    continue  # it moved on meanwhile: look again
-            except TooSlow:
-                return False
-            try:
-                await asyncio.wait_for(future, remaining)
-            except TimeoutError:
-                self.discard_waiter(future)
-                return False
-
     def wait_for(self, revision: int, timeout: float) -> bool:
         """Blocks until the cache has applied `revision` (True) or `timeout` passes (False)."""
         with self._lock:
@@ -496,11 +468,6 @@ def get_hub() -> Hub:
             hub.start()
             _hub = hub
         return _hub
-
-
-def running() -> Hub | None:
-    """The process's hub if it has started (never starts it)."""
-    return _hub
 
 
 def shutdown() -> None:
