@@ -127,13 +127,24 @@ def _latest(
 ) -> Any:
     """The latest state, from the cache once it has applied `at_least` (None: the store's
     current revision, read now: a consistent read, KEP-2340), else from SQL."""
-    if settings.NODUS_WATCH_CACHE:
-        wanted = store.current_revision() if at_least is None else at_least
-        if hub.get_hub().wait_for(wanted, WAIT_FOR_REVISION_SECONDS):
-            cached = _cache_at(rt, ns, None, lookups)
-            if cached is not None and cached.revision >= wanted:
-                return cached
+    caught_up = _caught_up_cache(at_least)
+    if caught_up is not None:
+        running, wanted = caught_up
+        cached = running.cached(rt.key, ns, None, lookups)
+        if cached is not None and cached.revision >= wanted:
+            return cached
     return snapshots.latest(rt.key, ns)
+
+
+def _caught_up_cache(at_least: int | None) -> tuple[hub.Hub, int] | None:
+    """This process's hub once its cache has applied `at_least` (None: the store's current
+    revision, read now: a consistent read, KEP-2340), with that revision; None when the cache
+    is off or does not get there in time (SQL answers)."""
+    if not settings.NODUS_WATCH_CACHE:
+        return None
+    wanted = store.current_revision() if at_least is None else at_least
+    running = hub.get_hub()
+    return (running, wanted) if running.wait_for(wanted, WAIT_FOR_REVISION_SECONDS) else None
 
 
 def cached_object(
@@ -142,12 +153,10 @@ def cached_object(
     """One object's latest state from the watch cache once it has applied `at_least` (None:
     the store's current revision, read now: a consistent read), or None when the cache can't
     answer (off, warming, behind) or doesn't hold it: then SQL answers, and says why."""
-    if not settings.NODUS_WATCH_CACHE:
+    caught_up = _caught_up_cache(at_least)
+    if caught_up is None:
         return None
-    wanted = store.current_revision() if at_least is None else at_least
-    running = hub.get_hub()
-    if not running.wait_for(wanted, WAIT_FOR_REVISION_SECONDS):
-        return None
+    running, wanted = caught_up
     found = running.latest_entry(rt.key, (namespace or "", name))
     if found is None or found[0] is None or found[1] < wanted:
         return None
