@@ -144,6 +144,10 @@ class _Resource:
                 return ns, names[-1]
         return None
 
+    def size(self, namespace: str | None) -> int:
+        """How many objects one namespace holds (None: all of them)."""
+        return len(self.entries) if namespace is None else len(self.names.get(namespace, ()))
+
     def keys(self, namespace: str | None) -> Iterator[Key]:
         """Keys in (namespace, name) order: of one namespace, or of all."""
         spaces = [namespace] if namespace is not None else sorted(self.names)
@@ -262,7 +266,9 @@ class WatchCache:
             and (namespace is None or e.namespace == namespace)
         ]
         narrowest = kind.narrowest(lookups) if not later else None
-        if narrowest is not None:
+        # The indexes span every namespace: one is worth it only when it names fewer objects
+        # than the scope a scan would look at (a common label, listed in a small project).
+        if narrowest is not None and len(narrowest[1]) < kind.size(namespace):
             index, found = narrowest
             hits = sorted(k for k in found if namespace is None or k[0] == namespace)
             return CachedSnapshot(
