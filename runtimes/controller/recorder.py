@@ -29,8 +29,9 @@ from runtimes.storage import store
 
 # Retention is bounded twice, as kube bounds it with etcd's one-hour event TTL: an Event not
 # renewed for ``NODUS_EVENTS_TTL_SECONDS`` (3600) is deleted by `expire` (the loop calls it every
-# minute, and every record sweeps its own namespace), and a namespace never holds more than
-# ``NODUS_EVENTS_PER_NAMESPACE`` (1000): recording one more deletes the least recently seen.
+# minute, and a record that finds its namespace full sweeps it), and a namespace never holds
+# more than ``NODUS_EVENTS_PER_NAMESPACE`` (1000): recording one more deletes the least recently
+# seen.
 
 log = logging.getLogger("nodus.controller")
 
@@ -199,7 +200,13 @@ class EventRecorder:
         return store.mutate(EVENTS, namespace, name, repeat).object
 
     def _make_room(self, namespace: str, keep: str) -> None:
-        """Deletes the namespace's expired events and, at the cap, the least recently seen."""
+        """At the cap, deletes the namespace's expired events and then the least recently seen.
+
+        Below the cap this is one indexed count: reading and parsing every event of the
+        namespace for each one recorded made a burst of reconciles cost the square of the
+        namespace's events. Expired events below the cap wait for `expire` (every minute)."""
+        if store.count(EVENTS, namespace) < self.per_namespace:
+            return
         events, _revision = store.list_objects(EVENTS, namespace)
         cutoff = self.now() - self.ttl
         alive: list[tuple[datetime, str]] = []

@@ -110,6 +110,14 @@ def list_objects(rt: StoredKind, namespace: str | None = None) -> tuple[list[Obj
     return [loads(body) for _, _, _, body in rows[1:]], revision
 
 
+def count(rt: StoredKind, namespace: str | None = None) -> int:
+    """How many objects of a kind are stored (in one namespace, or all): one indexed count."""
+    rows = StoredObject.objects.filter(resource=rt.key)
+    if namespace and rt.namespaced:
+        rows = rows.filter(namespace=namespace)
+    return rows.count()
+
+
 def _apply_field_validation(
     rt: StoredKind,
     strategy: WriteStrategy,

@@ -136,6 +136,24 @@ def test_it_keeps_at_most_the_cap_per_namespace(world: World) -> None:
     assert len(events_about("nodus", "quiet")) == 1  # another namespace is not touched
 
 
+def test_a_record_below_the_cap_reads_no_other_event(world: World) -> None:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    runtime = create_runtime("demo", "busy", f"{LAYOUT_REGISTRY}/x@sha256:{'ab' * 32}")
+    recorder = EventRecorder(now=Clock(), per_namespace=1000)
+    for n in range(60):
+        recorder.record(runtime, "Warning", "ImageNotFound", f"attempt {n}")
+
+    with CaptureQueriesContext(connection) as queries:
+        assert recorder.record(runtime, "Warning", "ImageNotFound", "attempt 60") is not None
+    # The namespace's events are counted, not read: every body read names one event.
+    bodies = [q["sql"] for q in queries if q["sql"].startswith("SELECT") and "body" in q["sql"]]
+    assert bodies
+    assert all("name = " in sql for sql in bodies), bodies
+    assert len(events_about("demo", "busy")) == 61
+
+
 def test_it_records_nothing_without_the_controllers_identity(world: World) -> None:
     from runtimes.accounts.serviceaccounts import ServiceAccount
 
