@@ -9,6 +9,8 @@ class RuntimesConfig(AppConfig):
 
     def ready(self) -> None:
         from runtimes.accounts import revocation
+        from runtimes.controller import foresight
+        from runtimes.registry.trainingruntime import images
         from runtimes.storage import compaction, events
         from runtimes.watch import nudge
 
@@ -21,3 +23,5 @@ class RuntimesConfig(AppConfig):
         # this process and, through the nudges, in every other (runtimes.watch.guard).
         revocation.connect()
         revocation.listen(nudge.access_changed)
+        # Admission refuses a managed runtime the controller would certainly find unsigned.
+        images.register_unsigned_check(foresight.unsigned_in_layout)

@@ -11,6 +11,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from runtimes.apimachinery.errors import ApiError
 from runtimes.controller.oci.builder import build_image
 from runtimes.controller.oci.client import RegistryClient, RegistrySettings
 from runtimes.controller.oci.errors import SignatureMissing
@@ -98,11 +99,14 @@ def test_sign_image_signs_into_the_layout_and_a_managed_runtime_turns_ready(
     image = f"registry.nodus.dev/trainers/published:1@{digest}"
     (tmp_path / "world").mkdir()
     make_world(tmp_path / "world")
-    create_runtime("nodus", "published", image)
-    Controller(from_django()).sync_once()
-    assert verified(status_of("nodus", "published"))["reason"] == "SignatureMissing"
+    # Unsigned in the layout, the managed runtime is refused at admission: the controller
+    # would find no signature.
+    with pytest.raises(ApiError, match="without a cosign signature") as refused:
+        create_runtime("nodus", "published", image)
+    assert "cosign sign" in refused.value.fix
 
     output = run("sign_image", "--key", str(key), image)
+    create_runtime("nodus", "published", image)
     Controller(from_django()).sync_once()
 
     assert "image layout" in output
@@ -131,6 +135,7 @@ def test_runcontroller_once_reports_every_runtime(
     make_world(tmp_path / "world")
     layout = LayoutStore(tmp_path / "layout")
     digest = build_image(layout, "registry.nodus.dev/trainers/lonely:1")
+    run("sign_image", "--key", str(key), f"registry.nodus.dev/trainers/lonely:1@{digest}")
     create_runtime("nodus", "lonely", f"registry.nodus.dev/trainers/lonely:1@{digest}")
     create_runtime("demo", "lonely", f"registry.nodus.dev/trainers/lonely:1@{digest}")
 

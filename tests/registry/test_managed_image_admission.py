@@ -1,14 +1,19 @@
 """A managed runtime (project nodus) must be one the controller can verify: an image from a
-registry it will not contact is refused at admission, where a project's runtime is only warned.
+registry it will not contact is refused at admission, where a project's runtime is only warned,
+and so is an image the local image layout holds without a signature.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from runtimes.controller.oci.builder import build_image
+from runtimes.controller.oci.layout import LayoutStore
+from runtimes.controller.signing.cosign import generate_key_pair, sign
 from tests.support.api import GV, ApiClient, runtime_manifest
 
 pytestmark = pytest.mark.django_db
@@ -54,3 +59,29 @@ def test_a_managed_runtime_published_before_the_allow_list_moved_still_takes_oth
         f"{runtimes('nodus')}/old", {"spec": {"image": ELSEWHERE.replace("1.0", "2.0")}}
     )
     assert moved.status_code == 422
+
+
+def test_a_managed_runtime_whose_image_the_layout_holds_unsigned_is_refused(
+    api: Callable[[str | None], ApiClient], settings: Any, tmp_path: Path
+) -> None:
+    layout = LayoutStore(tmp_path / "layout")
+    settings.NODUS_IMAGE_LAYOUT = str(layout.root)
+    digest = build_image(layout, "registry.nodus.dev/trainers/fresh:1", user="trainer")
+    unsigned = f"registry.nodus.dev/trainers/fresh:1@{digest}"
+    root = api("root")
+
+    refused = root.post(
+        f"{runtimes('nodus')}?dryRun=All", runtime_manifest("fresh", image=unsigned)
+    )
+    assert refused.status_code == 422, refused.json_body
+    [cause] = refused.json_body["details"]["causes"]
+    assert (cause["field"], cause["reason"]) == ("spec.image", "FieldValueForbidden")
+    assert "without a cosign signature" in cause["message"]
+    assert "SignatureMissing" in cause["message"]
+    assert "cosign sign" in refused.json_body["fix"]
+    # A project's runtime needs no signature: the same image is taken there.
+    assert root.post(runtimes("demo"), runtime_manifest("fresh", image=unsigned)).status_code == 201
+
+    sign(layout, unsigned, generate_key_pair().private_pem)
+    signed = root.post(runtimes("nodus"), runtime_manifest("fresh", image=unsigned))
+    assert signed.status_code == 201, signed.json_body

@@ -1,9 +1,11 @@
 """What the controller will refuse of a runtime's image, known at admission: a registry that is
-neither on NODUS_REGISTRY_ALLOW nor the local image layout's, which it never contacts. A warning
-for a project's runtime; for a managed one (project nodus), which must be verified, an error."""
+neither on NODUS_REGISTRY_ALLOW nor the local image layout's, which it never contacts (a warning
+for a project's runtime; for a managed one (project nodus), which must be verified, an error),
+and a managed runtime's image that the local layout holds unsigned (an error)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
@@ -51,23 +53,50 @@ def refused_registry(spec: Any) -> str | None:
     return registry
 
 
+# Whether the controller will certainly find an image unsigned, asked of the controller without
+# importing it (it sits above admission): the runtimes app registers its layout check here.
+_unsigned_checks: list[Callable[[str], bool]] = []
+
+
+def register_unsigned_check(check: Callable[[str], bool]) -> None:
+    if check not in _unsigned_checks:
+        _unsigned_checks.append(check)
+
+
 def managed_image_errors(spec: Any, old_spec: Any) -> list[FieldError]:
     """A managed runtime (project nodus) must be one the controller can verify: an image from a
-    registry it will not contact is refused, when the image is new or changes (a label on a
-    runtime published before the allow-list changed is still taken)."""
-    registry = refused_registry(spec)
-    if registry is None or (isinstance(old_spec, dict) and old_spec.get("image") == spec["image"]):
+    registry it will not contact, or one the local layout holds without a signature, is refused
+    when the image is new or changes (a label on a runtime published before is still taken)."""
+    image = spec.get("image") if isinstance(spec, dict) else None
+    if not isinstance(image, str) or not image:
         return []
-    return [
-        FieldError(
-            "spec.image",
-            "FieldValueForbidden",
-            f"Forbidden: registry {registry} is not on the allow-list (NODUS_REGISTRY_ALLOW): "
-            "the controller would never verify this managed runtime's signature",
-            f"Publish an image from an allowed registry, or ask an administrator to allow "
-            f"{registry}.",
-        )
-    ]
+    if isinstance(old_spec, dict) and old_spec.get("image") == image:
+        return []
+    registry = refused_registry(spec)
+    if registry is not None:
+        return [
+            FieldError(
+                "spec.image",
+                "FieldValueForbidden",
+                f"Forbidden: registry {registry} is not on the allow-list "
+                "(NODUS_REGISTRY_ALLOW): the controller would never verify this managed "
+                "runtime's signature",
+                f"Publish an image from an allowed registry, or ask an administrator to allow "
+                f"{registry}.",
+            )
+        ]
+    if any(check(image) for check in _unsigned_checks):
+        return [
+            FieldError(
+                "spec.image",
+                "FieldValueForbidden",
+                f"Forbidden: the local image layout holds {image} without a cosign signature: "
+                "the controller would mark this managed runtime Failed (SignatureMissing)",
+                "Sign the image's digest with cosign and a key the platform trusts "
+                "(`cosign sign --key KEY IMAGE@DIGEST`), then publish again.",
+            )
+        ]
+    return []
 
 
 def image_warnings(spec: dict[str, Any]) -> list[str]:
