@@ -657,7 +657,7 @@ NODUS_VIEW_THREADS = declare(
     "NODUS_VIEW_THREADS",
     int,
     24,
-    "long-lived threads that run API views and watch set-up, each keeping its database connection",
+    "long-lived threads that run API views, each keeping its database connection",
 )
 NODUS_ASGI_THREADS = declare(
     "NODUS_ASGI_THREADS",

@@ -24,10 +24,17 @@ from django.template.response import SimpleTemplateResponse
 #
 # The pool has as many threads as the seats of runtimes.api.flowcontrol's list and other pools
 # let requests run at once (`NODUS_VIEW_THREADS`, default 24): a request with a seat never waits
-# long for a thread.
+# long for a thread. A watch's set-up (its caller, its authorization, its plan: `run`) has
+# threads of its own: a herd of a thousand watches, each holding a watch seat, queued its
+# set-ups ahead of every list on one pool, and the lists' seats were held waiting for a thread
+# while the process's other lists were refused 429.
+STREAM_SETUP_THREADS = 4
 
 _executor = ThreadPoolExecutor(
     max_workers=int(settings.NODUS_VIEW_THREADS), thread_name_prefix="nodus-view"
+)
+_setup_executor = ThreadPoolExecutor(
+    max_workers=STREAM_SETUP_THREADS, thread_name_prefix="nodus-watch-setup"
 )
 
 
@@ -54,6 +61,7 @@ def _call(fn: Callable[..., Any], args: tuple[Any, ...]) -> Any:
 
 
 _on_pool = sync_to_async(_call, thread_sensitive=False, executor=_executor)
+_on_setup_pool = sync_to_async(_call, thread_sensitive=False, executor=_setup_executor)
 
 
 def pooled(view: Callable[..., HttpResponseBase]) -> Callable[..., Awaitable[HttpResponseBase]]:
@@ -73,5 +81,6 @@ def pooled(view: Callable[..., HttpResponseBase]) -> Callable[..., Awaitable[Htt
 
 
 async def run(fn: Callable[..., Any], *args: Any) -> Any:
-    """A database call from async code (a watch's set-up) on the pool, its connection kept."""
-    return await _on_pool(fn, args)
+    """A database call from async code (a watch's set-up) on the set-up threads, their
+    connections kept."""
+    return await _on_setup_pool(fn, args)
