@@ -10,8 +10,9 @@ import time
 from datetime import datetime
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import close_old_connections, transaction
+from django.db import close_old_connections, connection, transaction
 from django.utils import timezone
 
 from runtimes.accounts import oidc, revocation
@@ -21,7 +22,7 @@ from runtimes.storage.models import ApiToken
 log = logging.getLogger("nodus.tokens")
 
 PREFIX = "nodus_"
-# digest -> (user, when last_used_at was last written); see accounts.memo.
+# digest -> its user, while the access epoch stands; see accounts.memo.
 _known = EpochMemo()
 
 
@@ -42,17 +43,8 @@ def remembered(token: str) -> AbstractBaseUser | None:
     """The token's user when it was looked up a moment ago (memory only), else None."""
     if oidc.looks_like_id_token(token):
         return oidc.remembered(digest(token))
-    return _remembered(digest(token), timezone.now())
-
-
-def _remembered(key: str, now: datetime) -> AbstractBaseUser | None:
-    # Writing last_used on every request would turn every read into a write; once a minute is
-    # enough to tell stale tokens from live ones. A remembered token due for that write is
-    # looked up again, so the write follows a fresh check.
-    known = _known.get(key)
-    if known is not None and (now - known[1]).total_seconds() <= 60:
-        return known[0]  # type: ignore[no-any-return]
-    return None
+    user: AbstractBaseUser | None = _known.get(digest(token))
+    return user
 
 
 def user_for(token: str) -> AbstractBaseUser | None:
@@ -62,22 +54,39 @@ def user_for(token: str) -> AbstractBaseUser | None:
         return oidc.user_for(token, key)
     epoch = revocation.current()
     now = timezone.now()
-    user = _remembered(key, now)
+    user = _known.get(key)
     if user is not None:
-        return user
-    row = (
-        ApiToken.objects.select_related("user")
-        .filter(digest=key, revoked_at__isnull=True, user__is_active=True)
-        .first()
-    )
+        return user  # type: ignore[no-any-return]
+    # One prepared statement, not a query built by the ORM: a herd of informers, each with a
+    # token of its own, spent a fifth of the process's time building this lookup.
+    with connection.cursor() as cursor:
+        cursor.execute(_TOKEN_SQL, [key])
+        row = cursor.fetchone()
     if row is None:
         return None
-    last_used = row.last_used_at
-    if last_used is None or (now - last_used).total_seconds() > 60:
-        _touches.note(row.pk, now)
-        last_used = now
-    _known.put(key, (row.user, last_used), epoch)
-    return row.user
+    token_id, user_id = row
+    user = _active_user(user_id, epoch)
+    if user is None:
+        return None
+    _touches.note(token_id, now)  # in memory; written with the others every few seconds
+    _known.put(key, user, epoch)
+    return user
+
+
+_TOKEN_SQL = (
+    f"SELECT id, user_id FROM {ApiToken._meta.db_table} "  # noqa: S608 (names, not input)
+    "WHERE digest = %s AND revoked_at IS NULL"
+)
+# user id -> the active user, while the access epoch stands (a deactivation moves it).
+_users = EpochMemo()
+
+
+def _active_user(user_id: int, epoch: int) -> AbstractBaseUser | None:
+    user = _users.get(user_id)
+    if user is None:
+        user = get_user_model().objects.filter(pk=user_id, is_active=True).first()
+        _users.put(user_id, user, epoch)
+    return user  # type: ignore[no-any-return]
 
 
 class _Touches:
@@ -88,6 +97,7 @@ class _Touches:
 
     def __init__(self) -> None:
         self._due: dict[int, datetime] = {}
+        self._noted: dict[int, datetime] = {}  # when each token's use was last noted here
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
 
@@ -96,6 +106,14 @@ class _Touches:
         return float(settings.NODUS_TOKEN_TOUCH_SECONDS)
 
     def note(self, pk: int, when: datetime) -> None:
+        """Notes a use; one a minute per token is enough to tell stale tokens from live ones."""
+        with self._lock:
+            last = self._noted.get(pk)
+            if last is not None and (when - last).total_seconds() < 60:
+                return
+            if len(self._noted) >= 10_000:
+                self._noted.clear()
+            self._noted[pk] = when
         if self.every() <= 0:
             ApiToken.objects.filter(pk=pk).update(last_used_at=when)
             return
