@@ -10,6 +10,7 @@ import asyncio
 import functools
 import os
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,6 +42,7 @@ class Settings:
     big_objects: int = 10000
     wait: float = 20  # how long deliveries may trail the last write
     etcd: bool = True  # BENCH_HERD_ETCD=0: the nodus side only
+    processes: int = 4  # the herds' client processes (`herd_spread`); 1: this process alone
 
 
 def settings() -> Settings:
@@ -271,11 +273,14 @@ async def herd(
     *,
     revision: int | None = None,
     watcher_class: type[Watcher] = Watcher,
+    members: Sequence[int] | None = None,
+    began: float | None = None,
 ) -> Herd:
     """`count` clients at once, each its own: a list of the probe (limit 1), then a watch from
     that list's revision (or, given `revision`, only the watch, from there); a member not
-    watching `deadline_seconds` after the start is dropped."""
-    began = time.perf_counter()
+    watching `deadline_seconds` after the start is dropped. A share of a herd spread over
+    processes (`herd_spread`) names its `members` and the herd's start, `began`."""
+    began = time.perf_counter() if began is None else began
     deadline = began + deadline_seconds
 
     async def member(i: int) -> Watcher:
@@ -297,7 +302,8 @@ async def herd(
         client.close()
         return watcher
 
-    watchers = await asyncio.gather(*(member(i) for i in range(count)))
+    indices = range(count) if members is None else members
+    watchers = await asyncio.gather(*(member(i) for i in indices))
     counters = Counters()
     for watcher in watchers:
         counters.add(watcher.counters)

@@ -19,6 +19,7 @@ from benchmarks.herd_loads import (
     Herd,
     Settings,
     Target,
+    Writes,
     create_many,
     delivery,
     herd,
@@ -28,6 +29,7 @@ from benchmarks.herd_loads import (
     settle,
     update_events,
 )
+from benchmarks.herd_spread import Spread
 
 ROOT = Path(__file__).resolve().parent.parent
 CUT = b"client stopped reading"  # runtimes/api/serving.py's warning when it cuts a watcher
@@ -67,12 +69,13 @@ class Side:
     big_lists: list[float] = field(default_factory=list)
     big_listed: int = 0
     big_open: int = 0  # load 5's watchers still open when load 7 read the memory
+    helpers: list[int] = field(default_factory=list)  # the herd's client processes
 
     @contextmanager
     def phase(self, name: str, pid: int) -> Iterator[None]:
         log(f"{self.name}: {name} ...")
         began, tcp, cuts = time.time(), tcp_counters(), self.target_cuts()
-        server, client = cpu_seconds(pid), time.process_time()
+        server, client = cpu_seconds(pid), self.client_cpu()
         try:
             yield
         finally:
@@ -87,10 +90,14 @@ class Side:
             wall = max(ended - began, 1e-9)
             self.cpu[name] = (
                 (cpu_seconds(pid) - server) / wall,
-                (time.process_time() - client) / wall,
+                (self.client_cpu() - client) / wall,
             )
             self.rss[name] = rss_mb(pid)
             log(f"{self.name}: {name} done in {time.time() - began:.1f} s")
+
+    def client_cpu(self) -> float:
+        """CPU seconds of the load generator so far: this process and its herd processes."""
+        return time.process_time() + sum(cpu_seconds(pid) for pid in self.helpers)
 
     def target_cuts(self) -> int:
         """The watchers the server has cut off so far for not reading (its log says each)."""
@@ -166,7 +173,40 @@ def close(watchers: Herd | None) -> None:
         watcher.close()
 
 
-async def _loads(target: Target, s: Settings, side: Side) -> None:
+class Herds:
+    """Opens, settles and closes the herds: in this process, or spread over client processes
+    (`herd_spread`, BENCH_HERD_PROCESSES > 1) so that one client process is not the bound."""
+
+    def __init__(self, target: Target, spread: Spread | None) -> None:
+        self.target, self.spread = target, spread
+
+    async def open(self, count: int, deadline: float, probe_only: bool) -> Herd:
+        if self.spread is not None:
+            return await self.spread.herd(count, deadline, probe_only)
+        return await herd(self.target, count, deadline, probe_only=probe_only)
+
+    async def settle(self, opened: Herd, writes: Writes, seconds: float) -> Delivery:
+        """Waits until every open member has the last write (at most `seconds`); the delivery."""
+        if self.spread is not None:
+            last = max((revision for _started, revision in writes.done), default=None)
+            await self.spread.settle(last, seconds)
+        else:
+            await settle(opened.watchers, writes, seconds)
+        return delivery(opened.watchers, writes)
+
+    async def still_open(self, opened: Herd) -> int:
+        if self.spread is not None:
+            await self.spread.settle(None, 0.0)
+        return sum(w.open for w in opened.watchers)
+
+    async def close(self, opened: Herd | None) -> None:
+        if self.spread is not None:
+            await self.spread.close()
+        else:
+            close(opened)
+
+
+async def _loads(target: Target, s: Settings, side: Side, herds: Herds) -> None:
     pid = target.pid
     names = [f"herd-{i:05d}" for i in range(s.objects)]
     with side.phase("creates", pid):
@@ -174,38 +214,35 @@ async def _loads(target: Target, s: Settings, side: Side) -> None:
     with side.phase("list", pid):
         side.lists, side.listed = await list_all(target, s.lists)
     with side.phase("herd", pid):
-        side.herd = await herd(target, s.clients, s.deadline, probe_only=False)
+        side.herd = await herds.open(s.clients, s.deadline, probe_only=False)
     log(f"{side.name}: {len(side.herd.watching)} watching, {side.herd.dropped} dropped")
     try:
         with side.phase("delivery", pid):
             writes = await update_events(target, s.events, s.interval, first_seq=0)
-            await settle(side.herd.watchers, writes, s.wait)
-            side.delivery = delivery(side.herd.watchers, writes)
+            side.delivery = await herds.settle(side.herd, writes, s.wait)
         paced = [f"herd-paced-{i:05d}" for i in range(round(s.rate * s.rate_seconds))]
         with side.phase("paced creates", pid):
             writes = await paced_creates(target, paced, s.rate, s.inflight)
-            await settle(side.herd.watchers, writes, s.wait)
-            side.paced = delivery(side.herd.watchers, writes)
+            side.paced = await herds.settle(side.herd, writes, s.wait)
     finally:
-        close(side.herd)
+        await herds.close(side.herd)
     await asyncio.sleep(CLOSE_PAUSE)
     try:
         with side.phase("herd of many", pid):
-            side.herd_big = await herd(target, s.watchers, s.deadline, probe_only=True)
+            side.herd_big = await herds.open(s.watchers, s.deadline, probe_only=True)
         log(f"{side.name}: {len(side.herd_big.watching)} watching, {side.herd_big.dropped} dropped")
         with side.phase("delivery to many", pid):
             writes = await update_events(target, s.events, s.interval, first_seq=s.events)
-            await settle(side.herd_big.watchers, writes, s.wait)
-            side.delivery_big = delivery(side.herd_big.watchers, writes)
+            side.delivery_big = await herds.settle(side.herd_big, writes, s.wait)
         if s.big:
             more = max(0, s.big_objects - s.objects - len(paced))
             with side.phase("big", pid):
                 bulk = [f"herd-big-{i:05d}" for i in range(more)]
                 side.big_creates = await create_many(target, bulk, s.inflight)
                 side.big_lists, side.big_listed = await list_all(target, 1)
-                side.big_open = sum(w.open for w in side.herd_big.watchers)
+                side.big_open = await herds.still_open(side.herd_big)
     finally:
-        close(side.herd_big)
+        await herds.close(side.herd_big)
         target.close()  # the writers' kept-alive connections, while their loop still runs
 
 
@@ -213,8 +250,15 @@ def run(target: Target, s: Settings, work: Path) -> Side:
     side = Side(target.name, server_log=target.server_log)
     target.size = s.size
     side.loadavg["before"] = os.getloadavg()
-    with polling(target, side, work):
-        asyncio.run(_loads(target, s, side))
+    # Forked before this side's event loop starts, while the target has no connection open.
+    spread = Spread(target, s.processes) if s.processes > 1 else None
+    side.helpers = [p.pid for p in spread.processes if p.pid] if spread else []
+    try:
+        with polling(target, side, work):
+            asyncio.run(_loads(target, s, side, Herds(target, spread)))
+    finally:
+        if spread is not None:
+            spread.stop()
     side.loadavg["after"] = os.getloadavg()
     side.rss["end"] = rss_mb(target.pid)
     return side
