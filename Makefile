@@ -156,7 +156,7 @@ lint: $(TEST_STAMP)
 	$(VENV)/bin/vulture
 
 typecheck: $(TEST_STAMP)
-	$(VENV)/bin/mypy runtimes nodus_console
+	$(VENV)/bin/mypy runtimes nodus_console benchmarks
 
 pytest: pytest-main pytest-postgres pytest-browser
 

@@ -61,7 +61,7 @@ class ConsoleSession:
     def csrf(self, page: str = "/login") -> str:
         text = self.client.get(page).text
         found = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', text)
-        return found.group(1) if found else self.client.cookies.get("csrftoken", "")
+        return found.group(1) if found else self.client.cookies.get("csrftoken") or ""
 
     def login(self, username: str, password: str, path: str = "/login") -> httpx.Response:
         token = self.csrf(path)
@@ -72,7 +72,7 @@ class ConsoleSession:
         )
 
     def post(self, path: str, data: dict[str, str]) -> httpx.Response:
-        token = self.client.cookies.get("csrftoken", "")
+        token = self.client.cookies.get("csrftoken") or ""
         headers = {"X-CSRFToken": token, "HX-Request": "true", "Referer": str(self.client.base_url)}
         return self.client.post(path, data=data, headers=headers)
 

@@ -160,7 +160,7 @@ class Probe:
             outcome.answer, outcome.seconds = answer[0]
             outcome.at_least = isinstance(answer[0], AtLeast)
         elif finished and answer:
-            outcome.answer, outcome.seconds = answer[0], elapsed
+            outcome.answer, outcome.seconds = str(answer[0]), elapsed
         else:
             outcome.answer = f"timed out after {limit:.0f} s"
         answered = [t for t in livez_times if t is not None]

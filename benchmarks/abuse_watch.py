@@ -8,6 +8,7 @@ a SIGTERM the server let go of it. Every read has a timeout; nothing here waits 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import socket
 import threading
@@ -172,13 +173,12 @@ class WebSocketWatch:
                     code = closed.rcvd.code if closed.rcvd else "none"
                     self.ending.end(f"closed, code {code}")
                     return
-                error = _error_event(frame if isinstance(frame, bytes) else frame.encode())
-                if error:
+                refusal = _error_event(frame if isinstance(frame, bytes) else frame.encode())
+                if refusal:
                     # The close frame follows the ERROR event; say both.
                     with contextlib.suppress(TimeoutError, ConnectionClosed):
                         stream.recv(timeout=READ_SECONDS)
-                    code = stream.close_code
-                    self.ending.end(f"{error}, code {code}")
+                    self.ending.end(f"{refusal}, code {stream.close_code}")
                     return
 
     def close(self) -> None:
@@ -199,7 +199,7 @@ class WatchHerd:
         self.ready = threading.Event()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
-        self.tasks: list[asyncio.Future[None]] = []
+        self.tasks: list[concurrent.futures.Future[None]] = []
 
     def open(self, seconds: float) -> int:
         """Opens them, 50 at a time (daphne's listen backlog is small); how many got 200."""

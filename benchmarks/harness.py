@@ -9,11 +9,27 @@ Add a case anywhere under benchmarks/ with `@case("name")` and import its module
 from __future__ import annotations
 
 import functools
+import os
 import statistics
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def write_results(case: str, text: str) -> Path:
+    """Keeps a case's full report as a results file, `$BENCH_RESULTS` (default .cache/bench, out
+    of git) / <case>-<UTC time>.md, and returns its path. docs/benchmarks.md is not touched: it
+    keeps the current figures and how to reproduce them, updated by hand from such a file."""
+    folder = Path(os.environ.get("BENCH_RESULTS") or ROOT / ".cache" / "bench")
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{case}-{datetime.now(UTC):%Y%m%dT%H%M%S}.md"
+    path.write_text(text.rstrip("\n") + "\n")
+    return path
 
 
 @dataclass

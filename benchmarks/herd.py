@@ -47,12 +47,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from benchmarks import etcd_peer, herd_nodus, herd_side
-from benchmarks.harness import Bench, Comparison, case
+from benchmarks.harness import Bench, Comparison, case, write_results
 from benchmarks.herd_loads import settings
-from benchmarks.herd_report import block, machine_note, memory_note, rows, write_docs
+from benchmarks.herd_report import block, machine_note, memory_note, rows
 
-ROOT = Path(__file__).resolve().parent.parent
-DOCS = ROOT / "docs" / "benchmarks.md"
 PER_TOKEN = 5  # load 5's watchers per token (the server allows 100)
 
 
@@ -97,8 +95,9 @@ def herd(_bench: Bench) -> Iterable[Comparison]:
         f"nodus on SQLite with the embedded controller beside "
         f"{etcd.version if etcd else 'no etcd'}: {machine}."
     )
-    write_docs(DOCS, block(all_rows, notes, header, s, skipped))
-    herd_side.log(f"figures written to {DOCS.relative_to(ROOT)}")
+    text = block(all_rows, notes, header, s, skipped)
+    print(text)
+    herd_side.log(f"figures written to {write_results('herd', text)}")
     comparisons = [row.comparison(skipped) for row in all_rows if not row.docs_only]
     comparisons[0].note += f"; {machine}; {'; '.join(notes)}"
     if skipped:

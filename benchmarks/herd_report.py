@@ -5,17 +5,14 @@ from __future__ import annotations
 
 import functools
 import math
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from benchmarks.harness import Comparison, Timings
 from benchmarks.herd_http import Counters
 from benchmarks.herd_loads import Creates, Delivery, Herd, Settings
 from benchmarks.herd_side import Side
 
-BEGIN, END = "<!-- herd:begin -->", "<!-- herd:end -->"
 NAN = float("nan")
 
 
@@ -345,7 +342,7 @@ def memory_note(nodus: Side, etcd: Side | None) -> str:
 
 
 def block(all_rows: list[Row], notes: list[str], header: str, s: Settings, skipped: str) -> str:
-    lines = [BEGIN, "", header, ""]
+    lines = [header, ""]
     lines.append(
         f"Counts: {s.objects:,} objects of {s.size:,} B created {s.inflight} at a time; "
         f"herd of {s.clients} clients (own token each); {s.events} updates every "
@@ -368,39 +365,4 @@ def block(all_rows: list[Row], notes: list[str], header: str, s: Settings, skipp
     for row in all_rows:
         lines.append(f"- load {row.load}: " + "; ".join(row.notes) + ".")
     lines += [f"- {note}." for note in notes]
-    lines += ["", END]
     return "\n".join(lines)
-
-
-INTRO = """## The herd: nodus beside etcd
-
-`make bench` runs it with the other quick cases (`.venv/bin/python benchmarks/run.py` runs
-every case not marked explicit); alone: `.venv/bin/python benchmarks/run.py herd` (about 10
-minutes at the defaults). It measures the same loads against a fresh `manage.py serve
---no-seed` (SQLite, embedded controller on, as `make run` serves) and against a real etcd
-(Debian's `etcd-server` 3.4, installed by the case if missing, over its v3 JSON gateway), the
-store kube-apiserver sits on, so each ratio is nodus / etcd on the same machine in the same
-run: creates of 4 KB objects; a full list; a herd of clients, each with its own token, that
-list one object and then watch (429s honoured by sleeping Retry-After, as client-go does);
-delivery of updates to those watchers and to 1,000; delivery while creates arrive at 50/s;
-the server's memory at 10,000 objects with 1,000 watchers open. /livez (etcd: /health) is
-polled every 100 ms throughout. Counts come from `BENCH_HERD_*` (see
-`benchmarks/herd_loads.py`; `BENCH_HERD_BIG=0` skips the 10,000-object phase,
-`BENCH_HERD_ETCD=0` the etcd side). The code is `benchmarks/herd*.py` and
-`benchmarks/etcd_peer.py`. The load generator is one asyncio process on the same machine
-(raw sockets, parsing only the revision out of each event); the notes give the cores it and
-the server kept busy during each load. The etcd side speaks JSON through etcd's gateway, which
-encodes every event once per watch stream, where kube-apiserver holds one gRPC watch and fans
-out itself: at hundreds of watchers the etcd column is the gateway's figure as much as
-etcd's. The block below is rewritten by each run.
-"""
-
-
-def write_docs(path: Path, text: str) -> None:
-    current = path.read_text() if path.exists() else "# Benchmarks\n"
-    if BEGIN in current and END in current:
-        pattern = re.compile(re.escape(BEGIN) + ".*?" + re.escape(END), re.DOTALL)
-        updated = pattern.sub(lambda _m: text, current, count=1)
-    else:
-        updated = current.rstrip("\n") + "\n\n" + INTRO + "\n" + text + "\n"
-    path.write_text(updated)

@@ -24,8 +24,8 @@ process, `herd_livez`); each worker's RSS peak (VmHWM); the load average; the co
 workers and the load generator kept busy (its own from /proc/self/stat: one asyncio process
 cannot use more than one core, so near 1 it, not the server, sets the pace) and its event
 loop's lag. Both herds are served by the same server, so the ratio shows how delivery scales
-from 1,000 to 10,000 watchers. The figures go between the herd-scaleout markers of
-docs/benchmarks.md (`herd_scaleout_report`). Nothing here asserts on time.
+from 1,000 to 10,000 watchers. The case itself, its figures and its results file are in
+`herd_scaleout_report`. Nothing here asserts on time.
 
 Counts: BENCH_SCALEOUT_<NAME> for each field of `Settings`. The server's default of 1,000 open
 watches per worker process (NODUS_MAX_WATCHES_INFLIGHT) would cap 4 workers at 4,000 watches,
@@ -42,14 +42,12 @@ import os
 import resource
 import sys
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 
 from benchmarks import herd_side
-from benchmarks.harness import Bench, Comparison, case
 from benchmarks.herd_loads import (
     REQUEST_SECONDS,
     Delivery,
@@ -211,7 +209,7 @@ def _workers_cpu(pids: list[int]) -> float:
 def phase(run: Run, name: str) -> Iterator[None]:
     log(f"{name} ...")
     began, perf = time.time(), time.perf_counter()
-    overflows = herd_side.listen_overflows()
+    overflows = herd_side.tcp_counters().get("ListenOverflows", 0)
     workers, client = _workers_cpu(run.workers), herd_side.cpu_seconds(os.getpid())
     try:
         yield
@@ -224,7 +222,7 @@ def phase(run: Run, name: str) -> Iterator[None]:
             (_workers_cpu(run.workers) - workers) / wall,
             (herd_side.cpu_seconds(os.getpid()) - client) / wall,
             [lag for at, lag in run.lags if at >= perf],
-            herd_side.listen_overflows() - overflows,
+            herd_side.tcp_counters().get("ListenOverflows", 0) - overflows,
             os.getloadavg(),
         )
         log(f"{name} done in {ended - began:.1f} s")
@@ -337,24 +335,3 @@ def measure(s: Settings, work: Path) -> Run:
     run.logged = logged()
     run.loadavg_after = os.getloadavg()
     return run
-
-
-@case("herd-scaleout", explicit=True)
-def herd_scaleout(_bench: Bench) -> Iterable[Comparison]:
-    from benchmarks import herd_scaleout_report as report
-
-    s = settings()
-    work = Path(os.environ.get("TMPDIR", "/tmp")) / f"nodus-herd-scaleout-{os.getpid()}"
-    work.mkdir(parents=True, exist_ok=True)
-    try:
-        run = measure(s, work)
-    finally:
-        for leftover in work.iterdir():
-            leftover.unlink()
-        work.rmdir()
-    print(report.summary(run))
-    report.write_docs(run)
-    log(f"figures written to {report.DOCS.relative_to(report.ROOT)}")
-    when = datetime.fromtimestamp(run.began, UTC)
-    log(f"run of {when:%Y-%m-%d %H:%M} UTC took {(time.time() - run.began) / 60:.1f} min")
-    return report.comparisons(run)

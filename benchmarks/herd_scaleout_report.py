@@ -1,25 +1,21 @@
-"""herd-scaleout's figures: the verdict on the target, the printed summary, the harness's
-Comparisons, and the block of docs/benchmarks.md between the herd-scaleout markers (replaced
-by each run; the section is appended the first time)."""
+"""The herd-scaleout case (`scaleout.measure` runs it) and its figures: the verdict on the
+target, the printed summary, the harness's Comparisons and the results file."""
 
 from __future__ import annotations
 
 import math
 import os
 import platform
-import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from benchmarks.harness import Comparison
+from benchmarks import herd_scaleout as scaleout
+from benchmarks.harness import Bench, Comparison, case, write_results
 from benchmarks.herd_report import counted, ms, p, timings
 from benchmarks.herd_scaleout import HerdRun, Phase, Run
 
-ROOT = Path(__file__).resolve().parent.parent
-DOCS = ROOT / "docs" / "benchmarks.md"
-BEGIN, END = "<!-- herd-scaleout:begin -->", "<!-- herd-scaleout:end -->"
 NAN = float("nan")
 TARGET_WATCHERS, TARGET_WORKERS, TARGET_P99 = 10000, 4, 1.0
 BUSY = 0.85  # of its one core: past this the load generator, not the server, sets the pace
@@ -392,42 +388,8 @@ def summary(run: Run) -> str:
     return "\n".join(["", "herd-scaleout", "=============", "", *body(run), ""])
 
 
-INTRO = """## Scale-out: 10,000 watchers on 4 workers (herd-scaleout)
-
-`.venv/bin/python benchmarks/run.py herd-scaleout` (runs only when named; a few minutes at the
-defaults) measures the issue's scale-out target: 4 workers on PostgreSQL + Redis, 10,000
-watchers, delivery p99 ≤ 1 s, no event lost or duplicated. It creates a fresh PostgreSQL
-database (dropped at the end) and uses an empty Redis database among 1-7, seeds the admin, the
-demo project and one token per 100 watchers, and starts `manage.py serve --no-seed --workers 4`
-(`DATABASE_URL`, `REDIS_URL`, the embedded controller off, and `NODUS_MAX_WATCHES_INFLIGHT`
-raised to 3,000: the default of 1,000 watches per worker process would cap 4 workers at 4,000
-watches; `BENCH_SCALEOUT_WATCHES_PER_WORKER=1000` keeps the default). Everything goes through
-its one HTTP port, whose connections the kernel spreads over the workers (SO_REUSEPORT). After
-200 runtimes are created, a herd of 1,000 watchers (the baseline) and then one of 10,000 open
-at once from one list's resourceVersion (429s honoured by sleeping Retry-After, as client-go
-does), and 20 updates of one runtime go to each, one every 100 ms or, when an update takes
-longer, as soon as it is answered (as the herd's); every receipt is timed from its write's
-start. /livez is polled every 100 ms on the same port by another process.
-The load generator is one asyncio process on the same 2-core machine (`benchmarks/herd_http`);
-the notes say whether it, rather than the server, set the pace, and what the server logged.
-Counts from `BENCH_SCALEOUT_*` (see `benchmarks/herd_scaleout.py`). The block below is
-rewritten by each run.
-"""
-
-
 def block(run: Run) -> str:
-    return "\n".join([BEGIN, "", *body(run), "", END])
-
-
-def write_docs(run: Run) -> None:
-    text = block(run)
-    current = DOCS.read_text() if DOCS.exists() else "# Benchmarks\n"
-    if BEGIN in current and END in current:
-        pattern = re.compile(re.escape(BEGIN) + ".*?" + re.escape(END), re.DOTALL)
-        updated = pattern.sub(lambda _m: text, current, count=1)
-    else:
-        updated = current.rstrip("\n") + "\n\n" + INTRO + "\n" + text + "\n"
-    DOCS.write_text(updated)
+    return "\n".join(body(run))
 
 
 def comparisons(run: Run) -> list[Comparison]:
@@ -445,3 +407,21 @@ def comparisons(run: Run) -> list[Comparison]:
         f"{s.watchers:,}; {'MET' if met else 'MISSED'}",
     )
     return [delivery, opened]
+
+
+@case("herd-scaleout", explicit=True)
+def herd_scaleout(_bench: Bench) -> Iterable[Comparison]:
+    s = scaleout.settings()
+    work = Path(os.environ.get("TMPDIR", "/tmp")) / f"nodus-herd-scaleout-{os.getpid()}"
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        run = scaleout.measure(s, work)
+    finally:
+        for leftover in work.iterdir():
+            leftover.unlink()
+        work.rmdir()
+    print(summary(run))
+    scaleout.log(f"figures written to {write_results('herd-scaleout', block(run))}")
+    when = datetime.fromtimestamp(run.began, UTC)
+    scaleout.log(f"run of {when:%Y-%m-%d %H:%M} UTC took {(time.time() - run.began) / 60:.1f} min")
+    return comparisons(run)

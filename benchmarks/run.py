@@ -44,7 +44,7 @@ def main(selected: list[str]) -> int:
 
     # Case modules register themselves on import, in the order they run; add new ones here.
     from benchmarks import http_cases, validation_cases, console_cases, scale  # noqa: F401, I001
-    from benchmarks import controller_load, abuse, herd, herd_scaleout, fairness  # noqa: F401
+    from benchmarks import controller_load, abuse, herd, herd_scaleout_report, fairness  # noqa: F401
     from benchmarks.harness import CASES, EXPLICIT, Bench, CaseSkipped, Comparison, report
     from benchmarks.server import live_server
 

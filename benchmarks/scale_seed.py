@@ -147,7 +147,9 @@ def main(count: int, namespace: str) -> None:
     call_command("migrate", interactive=False, verbosity=0)
     admin, _password, _generated = ensure_admin()
     project, _ = Project.objects.get_or_create(name=namespace)
-    Membership.objects.get_or_create(project=project, user=admin, defaults={"role": Role.ADMIN})
+    Membership.objects.get_or_create(
+        project=project, user_id=admin.pk, defaults={"role": Role.ADMIN}
+    )
     seeding.seed_accelerators()  # validation reads the accelerator catalog
     token = create_token(admin, "scale-bench")[1]
     result = seed(count, namespace)
