@@ -115,6 +115,7 @@ spec:
   task: SFT
   launcher: Accelerate
   command: [python, -m, trainer]
+  requires: {{data: true}}
   parameters:
     type: object
     properties:

@@ -64,6 +64,9 @@ def test_history_links_a_revision_to_what_changed_since(session_for: Any) -> Non
     newest = page.locator("li.history-entry").first
     expect(newest).to_contain_text("tuning-script")
     expect(newest.locator("tr", has_text="spec.launcher")).to_contain_text("Torchrun")
+    # The newest revision is the runtime as it is now: nothing to compare it with.
+    expect(newest).to_contain_text("current")
+    expect(newest.get_by_role("link", name="compare with now")).to_have_count(0)
     page.locator("li.history-entry").last.get_by_role("link", name="compare with now").click()
     launcher = page.locator("tr.differs", has_text="launcher")
     expect(launcher).to_contain_text("Plain")
