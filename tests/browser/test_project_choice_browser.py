@@ -61,6 +61,13 @@ def test_the_admin_picks_a_project_in_the_header_then_creates_where_the_form_say
     with page.expect_navigation():
         page.click(".project-picker button")
     expect(page.locator("#project-pick")).to_have_value("nodus")
+    # The catalog's "mine" view follows the pick.
+    page = s.go("/")
+    page.click("#catalog-mine")
+    expect(page).to_have_url(re.compile(r"[?&]project=nodus"))
+    projects = page.locator("#runtime-rows td[data-label=Project]")
+    expect(projects.first).to_have_text("nodus")
+    assert set(projects.all_inner_texts()) == {"nodus"}
     page.click("nav >> text=Jobs")
     expect(page).to_have_url(re.compile(r"/p/nodus/jobs$"))
     page = a_valid_job(s)
