@@ -25,6 +25,7 @@ from runtimes.api import tables
 from runtimes.api.listing import list_page, readable_namespaces, wait_for_revision
 from runtimes.api.listoptions import ListOptions, Selection, parse_list_options
 from runtimes.apimachinery import errors
+from runtimes.apimachinery.durations import human_age
 from runtimes.apimachinery.meta import Obj
 from runtimes.registry import authorization
 from runtimes.registry.resources import ResourceType
@@ -196,16 +197,30 @@ class Encoder:
         return self.event("ADDED", item)
 
     def change(self, type_: str, obj: Obj, event: hub.HubEvent) -> Obj | orjson.Fragment:
-        """The watch event for a change: serialised once per event and type for every watcher
-        of plain JSON (kube's cachingObject), from the stored text when there is one."""
-        if self.version is not None or self.metadata_version is not None or obj is not event.object:
+        """The watch event for a change, serialised once per event and rendering for all its
+        watchers (kube's cachingObject): plain JSON from the stored text when there is one,
+        metadata only, or a one-row Table (per age shown and whether it carries the columns)."""
+        if obj is not event.object:  # a DELETED made for this selection alone
             return self.event(type_, obj)
-        encoded = event.encoded.get(type_)
+        key = self._rendering_key(type_, obj)
+        encoded = event.encoded.get(key)
         if encoded is None:
-            raw = event.body.encode() if event.body else orjson.dumps(event.object)
-            encoded = b'{"type":"' + type_.encode() + b'","object":' + raw + b"}"
-            event.encoded[type_] = encoded
+            if key == type_:
+                raw = event.body.encode() if event.body else orjson.dumps(event.object)
+                encoded = b'{"type":"' + type_.encode() + b'","object":' + raw + b"}"
+            else:
+                encoded = orjson.dumps(self.event(type_, obj))
+            event.encoded[key] = encoded
+        self.columns_sent = self.columns_sent or self.version is not None
         return orjson.Fragment(encoded)
+
+    def _rendering_key(self, type_: str, obj: Obj) -> Any:
+        if self.metadata_version is not None:
+            return (type_, "metadata", self.metadata_version)
+        if self.version is None:
+            return type_
+        age = human_age(obj["metadata"].get("creationTimestamp"))
+        return (type_, "table", self.version, self.include, self.columns_sent, age)
 
     def bookmark(self, revision: int, initial_end: bool = False) -> Obj:
         meta: Obj = {"resourceVersion": str(revision)}

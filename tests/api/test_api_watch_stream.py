@@ -89,3 +89,33 @@ def test_it_sends_table_columns_with_the_first_event_only() -> None:
     assert first["columnDefinitions"][0]["name"] == "Name"
     assert second["columnDefinitions"] is None
     assert second["metadata"] == {"resourceVersion": "2"}
+
+
+@pytest.mark.parametrize(
+    "rendering",
+    [{"table_version": "v1"}, {"metadata_version": "v1"}, {}],
+    ids=["table", "metadata", "json"],
+)
+def test_a_change_is_encoded_once_for_every_watcher_of_one_rendering(
+    rendering: dict[str, str],
+) -> None:
+    import orjson
+
+    def encoder() -> watchstream.Encoder:
+        plan = watchstream.WatchPlan(RT, "demo", ListOptions(), 0)
+        for name, version in rendering.items():
+            setattr(plan, name, version)
+        return watchstream.Encoder(plan)
+
+    event = HubEvent(7, RT.key, "demo", "a", "MODIFIED", obj("a", 7), obj("a", 6))
+    watchers = [encoder() for _ in range(3)]
+    first, second, third = (w.change("MODIFIED", event.object, event) for w in watchers)
+    assert len(event.encoded) == 1  # one encoding, shared
+    assert orjson.dumps(first) == orjson.dumps(second) == orjson.dumps(third)
+    expected = orjson.dumps(encoder().event("MODIFIED", event.object))
+    assert orjson.dumps(first) == expected  # what each watcher would have made alone
+    if "table_version" in rendering:
+        # The columns went with each watcher's first event: the next ones are another encoding.
+        later = HubEvent(8, RT.key, "demo", "a", "MODIFIED", obj("a", 8), obj("a", 7))
+        shown = orjson.loads(orjson.dumps(watchers[0].change("MODIFIED", later.object, later)))
+        assert shown["object"]["columnDefinitions"] is None
