@@ -9,10 +9,11 @@ sits below the controller and must not import it).
 
 from __future__ import annotations
 
+from runtimes.controller.oci.client import RegistrySettings
 from runtimes.controller.oci.errors import ImageError
 from runtimes.controller.oci.reference import parse_reference
 from runtimes.controller.oci.sources import ImageSources
-from runtimes.controller.settings import from_django
+from runtimes.controller.settings import layout_root
 from runtimes.controller.signing.cosign import signature_tag
 
 
@@ -24,8 +25,8 @@ def unsigned_in_layout(image: str) -> bool:
         ref = parse_reference(image)
     except ImageError:
         return False
-    config = from_django()
-    sources = ImageSources(config.layout_root, config.registry)
+    # The layout alone: the registries' settings (credentials files) play no part here.
+    sources = ImageSources(layout_root(), RegistrySettings(allowed_registries=frozenset()))
     if sources.for_reference(ref) is not sources.layout:
         return False  # a registry's image: unknown until the controller asks it
     try:

@@ -110,6 +110,13 @@ def default_key_dir(data_dir: Path) -> Path:
     return data_dir / "keys"
 
 
+def layout_root() -> Path:
+    """The local image layout's directory, from the project's settings."""
+    from django.conf import settings
+
+    return Path(settings.NODUS_IMAGE_LAYOUT or Path(settings.DATA_DIR) / "oci-layout")
+
+
 def from_django() -> ControllerSettings:
     from django.conf import settings
 
@@ -123,7 +130,7 @@ def from_django() -> ControllerSettings:
             credentials=load_credentials(settings.NODUS_REGISTRY_CREDENTIALS),
             timeout=float(settings.NODUS_REGISTRY_TIMEOUT),
         ),
-        layout_root=Path(settings.NODUS_IMAGE_LAYOUT or data_dir / "oci-layout"),
+        layout_root=layout_root(),
         trusted_key_paths=tuple(Path(os.path.expanduser(key)) for key in keys),
         resync_seconds=float(settings.NODUS_CONTROLLER_RESYNC_SECONDS),
         poll_seconds=float(settings.NODUS_CONTROLLER_POLL_SECONDS),
