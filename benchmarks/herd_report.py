@@ -1,5 +1,5 @@
-"""The herd case's figures: Comparisons for the harness, and the generated block of
-docs/benchmarks.md (between its herd markers, replaced by each run)."""
+"""The herd case's figures: Comparisons for the harness, and the report block a run prints and
+keeps as its results file (`harness.write_results`)."""
 
 from __future__ import annotations
 
@@ -345,7 +345,8 @@ def block(all_rows: list[Row], notes: list[str], header: str, s: Settings, skipp
     lines = [header, ""]
     lines.append(
         f"Counts: {s.objects:,} objects of {s.size:,} B created {s.inflight} at a time; "
-        f"herd of {s.clients} clients (own token each); {s.events} updates every "
+        f"herd of {s.clients} clients (own token each, over {s.processes} client "
+        f"process{'es' if s.processes > 1 else ''}); {s.events} updates every "
         f"{s.interval * 1000:g} ms; {s.watchers:,} watchers; creates at {s.rate:g}/s for "
         f"{s.rate_seconds:g} s"
         + (f"; up to {s.big_objects:,} objects." if s.big else "; the 10,000-object phase skipped.")
