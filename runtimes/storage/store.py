@@ -590,7 +590,8 @@ def _commit_once(
                 writer.username,
             ],
         )
-        transaction.on_commit(lambda: events.published(revision))
+        logged = (revision, rt.key, ns, name, kind, body, prev_body)
+        transaction.on_commit(lambda: events.committed(logged))
         listener = writer.on_write
         if listener is not None:
             version = rt.api_version.rpartition("/")[2]

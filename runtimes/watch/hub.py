@@ -95,6 +95,7 @@ class Hub:
         # Every stored object at `last`, applied under `_lock` with the ring (watch.cache).
         self.cache = WatchCache()
         self.with_cache = bool(settings.NODUS_WATCH_CACHE)
+        self._warming = False  # a new cache is being read: commits wait for the pull
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -110,8 +111,10 @@ class Hub:
         # reach it (and through it the other processes) whether or not a hub runs here.
         nudge.process_nudger().listen(self.wake)
         events.subscribe(self.wake)
+        events.subscribe_commits(self.offer)
 
     def stop(self) -> None:
+        events.unsubscribe_commits(self.offer)
         events.unsubscribe(self.wake)
         nudge.process_nudger().unlisten(self.wake)
         self._stop.set()
@@ -123,6 +126,39 @@ class Hub:
 
     def wake(self, _revision: int = 0) -> None:
         self._wake.set()
+
+    def offer(self, row: tuple[int, str, str, str, str, str, str]) -> None:
+        """A write this process just committed (its event-log row), applied at once when it is
+        the next revision the hub expects: a consistent read that follows it then finds the
+        cache caught up instead of waiting for the dispatcher's pull from SQL. Any other
+        revision (another thread's commit came first, another process wrote in between, a
+        cache being read) is left to the pull, which the commit's `published` wakes."""
+        with self._lock:
+            if not self._accepts(row[0]):
+                return
+        event = parse_event(row)
+        with self._lock:
+            if self._accepts(event.revision):
+                self._append([event])
+
+    def _accepts(self, revision: int) -> bool:
+        return (
+            revision == self.last + 1
+            and self.with_cache
+            and self.cache.ready
+            and not self._warming
+            and not self._stop.is_set()
+        )
+
+    def _append(self, new: list[HubEvent]) -> None:
+        """Adds events that follow `last` to the ring and the cache (under `_lock`)."""
+        self._revisions += [e.revision for e in new]
+        self._events += new
+        self.last = new[-1].revision
+        if self.with_cache:
+            self.cache.apply(new)
+        self._trim()
+        self._wake_waiters()
 
     # -- the dispatcher thread -------------------------------------------------------------
 
@@ -153,25 +189,33 @@ class Hub:
         (rows newer than an event are kept), and until then it is not `ready`."""
         if not self.with_cache:
             return
-        fresh = WatchCache()
-        fresh.load(
-            StoredObject.objects.values_list(
-                "resource", "namespace", "name", "revision", "body"
-            ).iterator(chunk_size=2_000)
-        )
         with self._lock:
-            self.cache = fresh
+            self._warming = True
+        try:
+            fresh = WatchCache()
+            fresh.load(
+                StoredObject.objects.values_list(
+                    "resource", "namespace", "name", "revision", "body"
+                ).iterator(chunk_size=2_000)
+            )
+            with self._lock:
+                self.cache = fresh
+        finally:
+            with self._lock:
+                self._warming = False
 
     def pull(self) -> None:
         """Reads every committed event after `last` into the ring and wakes the watchers."""
+        seen = self.last  # before the store's revision: a commit offered meanwhile is below it
         current = stored_revision()
-        if current < self.last:
+        if current < seen:
             self._reset(current)  # the store was recreated (tests); start over from it
             self._warm()
             current = stored_revision()
         while current > self.last:
+            after = self.last
             rows = list(
-                Event.objects.filter(revision__gt=self.last)
+                Event.objects.filter(revision__gt=after)
                 .order_by("revision")
                 .values_list(*FIELDS)[:PULL_BATCH]
             )
@@ -188,7 +232,7 @@ class Hub:
             new = [parse_event(r) for r in rows]
             # The floor is read after the rows (compaction raises it before deleting), so a
             # compaction racing this read is seen here rather than leaving a silent hole.
-            if new[0].revision != self.last + 1 and compaction.floor() > self.last + 1:
+            if new[0].revision != after + 1 and compaction.floor() > after + 1:
                 # Compaction removed events we never read: the ring restarts after the gap, so
                 # nobody is served a stream with a hole in it (they get TooOld/TooSlow).
                 self._warm()
@@ -198,13 +242,10 @@ class Hub:
                     self._events.clear()
                     self.ring_from = new[0].revision - 1
             with self._lock:
-                self._revisions += [e.revision for e in new]
-                self._events += new
-                self.last = new[-1].revision
-                if self.with_cache:
-                    self.cache.apply(new)
-                self._trim()
-                self._wake_waiters()
+                # Commits offered while these were read are in already.
+                new = [e for e in new if e.revision > self.last]
+                if new:
+                    self._append(new)
         with self._lock:
             if self.with_cache and not self.cache.ready:
                 self.cache.caught_up(self.last)

@@ -259,3 +259,36 @@ async def test_a_quiet_watch_that_times_out_leaves_no_waiter_behind() -> None:
     with pytest.raises(asyncio.CancelledError):
         await cancelled
     assert quiet._waiters == []
+
+
+@pytest.mark.django_db
+def test_a_commit_in_this_process_reaches_the_cache_at_commit_and_the_pull_adds_no_copy(
+    rt: Any,
+) -> None:
+    from runtimes.storage import events
+
+    made = fresh_hub()
+    made.pull()  # caught up with the store: its cache ready at the store's revision
+    start = made.last
+    events.subscribe_commits(made.offer)
+    try:
+        created = store.create(rt, "demo", runtime_manifest("through"))
+        revision = int(created.object["metadata"]["resourceVersion"])
+        assert made.last == revision  # no pull: the commit itself brought it
+        found = made.latest_entry(rt.key, ("demo", "through"))
+        assert found is not None
+        entry, at = found
+        assert entry is not None
+        assert (entry.revision, at) == (revision, revision)
+        # A revision out of turn (another process wrote in between) is left to the pull.
+        made.offer((revision + 5, rt.key, "demo", "later", "ADDED", "{}", ""))
+        assert made.last == revision
+        touched = touch(rt, "through", "1")
+        assert made.last == touched
+    finally:
+        events.unsubscribe_commits(made.offer)
+    late = touch(rt, "through", "2")  # not offered: only the pull brings it
+    assert made.last == touched
+    made.pull()
+    follower = made.follow(start, rt.key)
+    assert revisions(follower.next_batch(0)) == [revision, touched, late]
