@@ -61,7 +61,7 @@ def herd(_bench: Bench) -> Iterable[Comparison]:
     work = Path(tempfile.mkdtemp(prefix="nodus-herd-"))
     (work / "nodus").mkdir()
     members = max(s.clients, math.ceil(s.watchers / PER_TOKEN))
-    with herd_nodus.serving(work / "nodus", members, s.inflight) as target:
+    with herd_nodus.serving(work / "nodus", members, s.inflight, s.controller) as target:
         namespace = target.namespace
         nodus = herd_side.run(target, s, work)
     etcd, skipped = None, ""

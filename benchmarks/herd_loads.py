@@ -43,6 +43,7 @@ class Settings:
     wait: float = 20  # how long deliveries may trail the last write
     etcd: bool = True  # BENCH_HERD_ETCD=0: the nodus side only
     processes: int = 4  # the herds' client processes (`herd_spread`); 1: this process alone
+    controller: bool = True  # BENCH_HERD_CONTROLLER=0: nodus without its embedded controller
 
 
 def settings() -> Settings:

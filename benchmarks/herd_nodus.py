@@ -68,13 +68,14 @@ def seeded_by_subprocess(env: dict[str, str], members: int, writers: int) -> dic
     return seeded
 
 
-def environment(data_dir: Path) -> dict[str, str]:
-    """`make run`'s server: embedded controller on; an empty registry allow-list."""
+def environment(data_dir: Path, controller: bool = True) -> dict[str, str]:
+    """`make run`'s server: embedded controller on (unless told otherwise); an empty registry
+    allow-list."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NODUS_", "DATABASE_URL"))}
     env.pop("REDIS_URL", None)
     env.update(
         NODUS_DATA_DIR=str(data_dir),
-        NODUS_EMBEDDED_CONTROLLER="1",
+        NODUS_EMBEDDED_CONTROLLER="1" if controller else "0",
         NODUS_REGISTRY_ALLOW="",
         NODUS_LOG_LEVEL="WARNING",
         DJANGO_SETTINGS_MODULE="nodus_console.settings",
@@ -84,10 +85,10 @@ def environment(data_dir: Path) -> dict[str, str]:
 
 
 @contextmanager
-def serving(data_dir: Path, members: int, writers: int) -> Iterator[Nodus]:
+def serving(data_dir: Path, members: int, writers: int, controller: bool = True) -> Iterator[Nodus]:
     """Seeds the data dir, serves it, yields the target; stops the server on the way out."""
     (data_dir / "static").mkdir(exist_ok=True)
-    env = environment(data_dir)
+    env = environment(data_dir, controller)
     seeded = seeded_by_subprocess(env, members, writers)
     port = free_port()
     log = data_dir / "daphne.log"
