@@ -8,6 +8,7 @@ first SIGTERM (or SIGINT) runs `shut_down()` on the event loop.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import signal
@@ -18,6 +19,8 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+from twisted.internet.error import ReactorNotRunning
 
 from runtimes.api.flowcontrol import ASGIApp, Message, Receive, Scope, Send, answer_status
 from runtimes.apimachinery.errors import ApiError
@@ -236,7 +239,9 @@ def terminate_on_signals(budget: float = SHUTDOWN_SECONDS) -> None:
         name = signal.Signals(signum).name
         if len(signalled) > 1:
             log.warning("%s again: stopping at once", name)
-            reactor.stop()
+            # The drain may have stopped it already (a group's signal reaches us twice).
+            with contextlib.suppress(ReactorNotRunning):
+                reactor.stop()
             return
         log.info("%s: shutting down within %.0f s", name, budget)
         _watchdog(budget)
