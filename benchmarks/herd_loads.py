@@ -10,7 +10,7 @@ import asyncio
 import functools
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -349,9 +349,13 @@ def delivery(watchers: list[Watcher], writes: Writes) -> Delivery:
 
 async def settle(watchers: list[Watcher], writes: Writes, seconds: float) -> None:
     """Waits (at most `seconds`) until every open watcher has the last write."""
-    if not writes.done:
-        return
-    last = max(revision for _started, revision in writes.done)
+    if writes.done:
+        await settle_at(watchers, max(revision for _started, revision in writes.done), seconds)
+
+
+async def settle_at(watchers: Iterable[Watcher], last: int, seconds: float) -> None:
+    """Waits (at most `seconds`) until every open watcher has revision `last`."""
+    watchers = list(watchers)
     end = time.perf_counter() + seconds
     while time.perf_counter() < end:
         if all(last in w.receipts for w in watchers if w.open):

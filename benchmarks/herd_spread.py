@@ -21,7 +21,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from benchmarks.herd_http import Counters
-from benchmarks.herd_loads import Herd, Target, Watcher, herd
+from benchmarks.herd_loads import Herd, Target, Watcher, herd, settle_at
 
 Command = tuple[Any, ...]
 
@@ -80,11 +80,8 @@ async def _serve(target: Target, pipe: Connection, share: int, of: int) -> None:
             members = list(zip(mine, opened.watchers, strict=True))
         elif verb == "settle":
             _verb, last, seconds = command
-            end = time.perf_counter() + seconds
-            while time.perf_counter() < end and not all(
-                last in w.receipts for _i, w in members if w.open
-            ):
-                await asyncio.sleep(0.1)
+            if last is not None:
+                await settle_at((w for _i, w in members), last, seconds)
         elif verb == "close":
             for _i, w in members:
                 w.close()
@@ -143,7 +140,7 @@ class Spread:
 
     async def settle(self, last: int | None, seconds: float) -> None:
         """Waits (at most `seconds`) until every open member has revision `last`; refreshes."""
-        self._update(await self._ask("settle", last, seconds if last is not None else 0.0))
+        self._update(await self._ask("settle", last, seconds))
 
     async def close(self) -> None:
         await self._ask("close")
