@@ -7,40 +7,19 @@ starts it again on the same data dir and ports, so the rows after it still measu
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
-import signal
 import subprocess
-import sys
 import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from benchmarks.server import ROOT, free_port, spawn, wait_for_livez
+from benchmarks import server
 
-HOST = "127.0.0.1"
+HOST = server.HOST
 GV = "/apis/nodus.dev/v1beta1"
-
-
-def environment(data_dir: Path, controller: bool, extra: dict[str, str]) -> dict[str, str]:
-    """The server's environment: SQLite in `data_dir`, in-memory channels, quiet logs."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("NODUS_")}
-    for name in ("DATABASE_URL", "REDIS_URL", "DJANGO_SECRET_KEY"):
-        env.pop(name, None)
-    env.update(
-        NODUS_DATA_DIR=str(data_dir),
-        NODUS_EMBEDDED_CONTROLLER="1" if controller else "0",
-        NODUS_LOG_LEVEL="WARNING",
-        DJANGO_SETTINGS_MODULE="nodus_console.settings",
-        PYTHONUNBUFFERED="1",
-        **extra,
-    )
-    return env
 
 
 def livez_answers(server: AbuseServer, seconds: float = 1.0) -> bool:
@@ -64,14 +43,13 @@ class AbuseServer:
     @classmethod
     def fresh(cls, controller: bool = False, runtimes: int = 0, **setup: Any) -> AbuseServer:
         data_dir = Path(tempfile.mkdtemp(prefix="nodus-abuse-"))
-        (data_dir / "static").mkdir()  # WhiteNoise warns about a missing STATIC_ROOT otherwise
         server = cls(data_dir, controller, dict(setup.pop("env", {})))
         server.prepare(runtimes, **setup)
         return server
 
     @property
     def env(self) -> dict[str, str]:
-        return environment(self.data_dir, self.controller, self.extra_env)
+        return server.environment(self.data_dir, controller=self.controller, **self.extra_env)
 
     @property
     def url(self) -> str:
@@ -97,22 +75,14 @@ class AbuseServer:
         return str(self.accounts["users"][name]["token"])
 
     def prepare(self, runtimes: int, image: str = "") -> None:
-        args = [sys.executable, "-m", "benchmarks.abuse_setup", "--runtimes", str(runtimes)]
-        if image:
-            args += ["--image", image]
-        done = subprocess.run(
-            args, cwd=ROOT, env=self.env, capture_output=True, text=True, timeout=600, check=False
-        )
-        if done.returncode != 0:
-            raise RuntimeError(f"abuse_setup failed:\n{done.stderr[-3000:]}")
-        self.accounts = json.loads(done.stdout.strip().splitlines()[-1])
+        args: list[object] = ["--runtimes", runtimes] + (["--image", image] if image else [])
+        self.accounts = server.seeded("benchmarks.abuse_setup", args, self.env, seconds=600)
 
     def start(self) -> None:
-        self.port = self.port or free_port()
-        self.tls_port = self.tls_port or free_port()
-        self.process = spawn(self.port, self.tls_port, self.log, self.env)
+        served = server.spawn(self.env, self.log, port=self.port, tls_port=self.tls_port)
+        self.port, self.tls_port, self.process = served.port, served.tls_port, served.process
         self.starts += 1
-        wait_for_livez(self.url, self.process, self.log, seconds=90)
+        server.wait_up(self.url, self.process, self.log, seconds=90)
 
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
@@ -127,15 +97,7 @@ class AbuseServer:
     def terminate(self, seconds: float) -> float | None:
         """SIGTERM, then the seconds until the process exited; None (and SIGKILL) past `seconds`."""
         assert self.process is not None
-        started = time.perf_counter()
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            self.process.wait(timeout=seconds)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(timeout=10)
-            return None
-        return time.perf_counter() - started
+        return server.terminate(self.process, seconds)
 
     def kill(self) -> None:
         if self.process is not None and self.alive():

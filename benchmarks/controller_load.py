@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -29,7 +28,7 @@ import httpx
 import orjson
 
 from benchmarks.harness import Bench, Comparison, Timings, case
-from benchmarks.server import free_port, spawn, stop, wait_for_livez
+from benchmarks.server import environment, free_port, seeded, serving
 
 ROOT = Path(__file__).resolve().parent.parent
 GV = "/apis/nodus.dev/v1beta1"
@@ -81,30 +80,14 @@ def seed(count: int, registry: str) -> None:
 
 
 def _environment(data_dir: Path, registry: str, controller: bool) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("NODUS_", "DATABASE_URL"))}
-    env.pop("REDIS_URL", None)
-    env.update(
-        NODUS_DATA_DIR=str(data_dir),
-        NODUS_EMBEDDED_CONTROLLER="1" if controller else "0",
-        NODUS_REGISTRY_ALLOW=registry,
-        NODUS_LOG_LEVEL="WARNING",
-        DJANGO_SETTINGS_MODULE="nodus_console.settings",
-        PYTHONUNBUFFERED="1",
-    )
-    return env
+    return environment(data_dir, controller=controller, NODUS_REGISTRY_ALLOW=registry)
 
 
 @contextmanager
-def serving(data_dir: Path, registry: str, controller: bool) -> Iterator[str]:
-    port = free_port()
+def _serving(data_dir: Path, registry: str, controller: bool) -> Iterator[str]:
     log = data_dir / f"daphne-{'controller' if controller else 'idle'}.log"
-    process = spawn(port, free_port(), log, _environment(data_dir, registry, controller))
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_for_livez(url, process, log)
-        yield url
-    finally:
-        stop(process, seconds=15)
+    with serving(_environment(data_dir, registry, controller), log) as served:
+        yield served.url
 
 
 def probe(url: str, token: str, seconds: float, registry: str, tag: str) -> dict[str, list[float]]:
@@ -153,25 +136,15 @@ def controller_load(_bench: Bench) -> Iterable[Comparison]:
     seconds = float(_setting("SECONDS", "60"))
     registry = f"127.0.0.1:{free_port()}"  # bound, released: nobody listens there
     data_dir = Path(tempfile.mkdtemp(prefix="nodus-controller-load-"))
-    (data_dir / "static").mkdir()
     try:
         env = _environment(data_dir, registry, controller=False)
         began = time.monotonic()
-        seeding = subprocess.run(
-            [sys.executable, "-m", "benchmarks.controller_load", str(count), registry],
-            cwd=ROOT,
-            env=env,
-            check=True,
-            capture_output=True,
-            text=True,
-            timeout=900,
-        )
-        token = str(orjson.loads(seeding.stdout.strip().splitlines()[-1])["token"])
+        token = str(seeded("benchmarks.controller_load", [count, registry], env)["token"])
         _log(f"seeded {count} runtimes on {registry} in {time.monotonic() - began:.0f} s")
-        with serving(data_dir, registry, controller=False) as url:
+        with _serving(data_dir, registry, controller=False) as url:
             idle = probe(url, token, seconds, registry, "idle")
         _log("idle server measured; starting the one with the controller")
-        with serving(data_dir, registry, controller=True) as url:
+        with _serving(data_dir, registry, controller=True) as url:
             busy = probe(url, token, seconds, registry, "busy")
             judged = progress(url, token)
         _log(f"after {seconds:.0f} s of the controller: {judged}")

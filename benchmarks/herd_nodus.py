@@ -11,8 +11,6 @@ per herd member (the server's flow control counts seats per token) and one per w
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,9 +19,10 @@ from urllib.parse import quote
 
 import orjson
 
+from benchmarks import server
 from benchmarks.herd_http import Client
 from benchmarks.herd_loads import SEQ, Target, manifest_bytes
-from benchmarks.server import free_port, spawn, stop, wait_for_livez
+from benchmarks.server import seeded
 
 ROOT = Path(__file__).resolve().parent.parent
 GV = "/apis/nodus.dev/v1beta1"
@@ -55,54 +54,28 @@ def seed(members: int, writers: int) -> None:
 
 def seeded_by_subprocess(env: dict[str, str], members: int, writers: int) -> dict[str, object]:
     """`seed` run in a subprocess with `env` (the server's database); what it printed."""
-    seeding = subprocess.run(
-        [sys.executable, "-m", "benchmarks.herd_nodus", str(members), str(writers)],
-        cwd=ROOT,
-        env=env,
-        check=True,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    seeded: dict[str, object] = orjson.loads(seeding.stdout.strip().splitlines()[-1])
-    return seeded
+    made: dict[str, object] = seeded("benchmarks.herd_nodus", [members, writers], env)
+    return made
 
 
 def environment(data_dir: Path, controller: bool = True) -> dict[str, str]:
     """`make run`'s server: embedded controller on (unless told otherwise); an empty registry
     allow-list."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("NODUS_", "DATABASE_URL"))}
-    env.pop("REDIS_URL", None)
-    env.update(
-        NODUS_DATA_DIR=str(data_dir),
-        NODUS_EMBEDDED_CONTROLLER="1" if controller else "0",
-        NODUS_REGISTRY_ALLOW="",
-        NODUS_LOG_LEVEL="WARNING",
-        DJANGO_SETTINGS_MODULE="nodus_console.settings",
-        PYTHONUNBUFFERED="1",
-    )
-    return env
+    return server.environment(data_dir, controller=controller, NODUS_REGISTRY_ALLOW="")
 
 
 @contextmanager
 def serving(data_dir: Path, members: int, writers: int, controller: bool = True) -> Iterator[Nodus]:
     """Seeds the data dir, serves it, yields the target; stops the server on the way out."""
-    (data_dir / "static").mkdir(exist_ok=True)
     env = environment(data_dir, controller)
-    seeded = seeded_by_subprocess(env, members, writers)
-    port = free_port()
-    log = data_dir / "daphne.log"
-    process = spawn(port, free_port(), log, env)
-    try:
-        wait_for_livez(f"http://127.0.0.1:{port}", process, log)
-        target = Nodus("127.0.0.1", port, process.pid, seeded)
-        target.server_log = log
+    made = seeded_by_subprocess(env, members, writers)
+    with server.serving(env, data_dir / "daphne.log", stop_seconds=20) as served:
+        target = Nodus(server.HOST, served.port, served.pid, made)
+        target.server_log = served.log
         try:
             yield target
         finally:
             target.close()
-    finally:
-        stop(process, seconds=20)
 
 
 class Nodus(Target):

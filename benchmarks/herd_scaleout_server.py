@@ -19,7 +19,6 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 import uuid
@@ -28,8 +27,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from benchmarks import herd_nodus
-from benchmarks.server import free_port, wait_for_livez
+from benchmarks import herd_nodus, server
 
 ROOT = Path(__file__).resolve().parent.parent
 PG = ("127.0.0.1", 5432, "postgres")
@@ -145,16 +143,7 @@ def environment(
     data_dir: Path, database_url: str, redis_url: str, watches_per_worker: int
 ) -> dict[str, str]:
     """A scale-out worker's: PostgreSQL, Redis, the embedded controller off, quiet logs."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("NODUS_", "DATABASE_URL"))}
-    env.update(
-        DATABASE_URL=database_url,
-        REDIS_URL=redis_url,
-        NODUS_DATA_DIR=str(data_dir),
-        NODUS_EMBEDDED_CONTROLLER="0",
-        NODUS_LOG_LEVEL="WARNING",
-        DJANGO_SETTINGS_MODULE="nodus_console.settings",
-        PYTHONUNBUFFERED="1",
-    )
+    env = server.environment(data_dir, database_url=database_url, redis_url=redis_url)
     if watches_per_worker != 1000:  # the server's default (runtimes.api.flowcontrol)
         env["NODUS_MAX_WATCHES_INFLIGHT"] = str(watches_per_worker)
     return env
@@ -187,14 +176,7 @@ def _is_worker(pid: int) -> bool:
 
 
 def _stop(cluster: Cluster) -> None:
-    parent = cluster.parent
-    if parent.poll() is None:
-        parent.send_signal(signal.SIGTERM)
-        try:
-            parent.wait(timeout=40)
-        except subprocess.TimeoutExpired:
-            parent.kill()
-            parent.wait(timeout=10)
+    server.terminate(cluster.parent, 40)
     deadline = time.monotonic() + 10
     for pid in cluster.workers:
         while _is_worker(pid) and time.monotonic() < deadline:
@@ -210,30 +192,18 @@ def serving(
 ) -> Iterator[Cluster]:
     """A seeded `manage.py serve --no-seed --workers N` on fresh PostgreSQL and Redis."""
     data_dir = Path(tempfile.mkdtemp(prefix="nodus-scaleout-"))
-    (data_dir / "static").mkdir()
     KEPT_LOG.unlink(missing_ok=True)
     try:
         with postgres_database() as (database_url, pg), redis_database() as (redis_url, rd):
             env = environment(data_dir, database_url, redis_url, watches_per_worker)
             log(f"seeding {database_url.rsplit('/', 1)[1]} ({members} tokens); Redis {redis_url}")
             seeded = herd_nodus.seeded_by_subprocess(env, members, writers)
-            port, tls_port = free_port(), free_port()
             serve_log = data_dir / "serve.log"
-            with serve_log.open("wb") as out:
-                parent = subprocess.Popen(
-                    [
-                        *(sys.executable, "manage.py", "serve", "--no-seed"),
-                        *("--workers", str(workers), "--host", "127.0.0.1"),
-                        *("--port", str(port), "--tls-port", str(tls_port)),
-                    ],
-                    cwd=ROOT,
-                    env=env,
-                    stdout=out,
-                    stderr=subprocess.STDOUT,
-                )
+            served = server.spawn(env, serve_log, workers=workers)
+            port, tls_port, parent = served.port, served.tls_port, served.process
             cluster = Cluster(port, parent, [], seeded, serve_log, {"postgres": pg, "redis": rd})
             try:
-                wait_for_livez(f"http://127.0.0.1:{port}", parent, serve_log, START_SECONDS)
+                server.wait_up(served.url, parent, serve_log, START_SECONDS)
                 _wait_for_workers(port, tls_port, cluster, workers)
                 log(f"{workers} workers on port {port}: pids {cluster.workers}")
                 yield cluster

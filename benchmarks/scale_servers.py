@@ -7,14 +7,11 @@ controller is off, as in the other benchmarks: its registry lookups are not what
 
 from __future__ import annotations
 
-import os
 import shutil
 import socket
 import sqlite3
-import subprocess
 import sys
 import tempfile
-import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -23,8 +20,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
-import orjson
 
+from benchmarks import server
 from benchmarks.server import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -96,47 +93,6 @@ def rss_mb(pid: int) -> tuple[float, float]:
     return fields.get("VmRSS", 0.0), fields.get("VmHWM", 0.0)
 
 
-def _environment(data_dir: Path, database_url: str, redis_url: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("NODUS_", "DATABASE_URL"))}
-    env.pop("REDIS_URL", None)
-    env.update(
-        NODUS_DATA_DIR=str(data_dir),
-        NODUS_EMBEDDED_CONTROLLER="0",
-        NODUS_LOG_LEVEL="WARNING",
-        # 1,000 watchers per process and more: no bound on open watches for the benchmark.
-        NODUS_MAX_WATCHES_INFLIGHT="0",
-        DJANGO_SETTINGS_MODULE="nodus_console.settings",
-        DATABASE_URL=database_url,
-        PYTHONUNBUFFERED="1",
-    )
-    if redis_url:
-        env["REDIS_URL"] = redis_url
-    return env
-
-
-def _wait_up(url: str, process: subprocess.Popen[bytes], log: Path, path: str = "/livez") -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"server exited: {log.read_text()[-2000:]}")
-        try:
-            if httpx.get(url + path, timeout=1).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.1)
-    raise RuntimeError(f"server at {url} did not come up: {log.read_text()[-2000:]}")
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    process.terminate()
-    try:
-        process.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait(timeout=10)
-
-
 @contextmanager
 def _database(kind: str, data_dir: Path) -> Iterator[tuple[str, str]]:
     """(DATABASE_URL, REDIS_URL) for a fresh database of `kind`; dropped afterwards."""
@@ -160,49 +116,26 @@ def _database(kind: str, data_dir: Path) -> Iterator[tuple[str, str]]:
 @contextmanager
 def seeded_server(kind: str, count: int, namespace: str = "scale") -> Iterator[Target]:
     data_dir = Path(tempfile.mkdtemp(prefix=f"nodus-scale-{kind}-"))
-    (data_dir / "static").mkdir()
     try:
         with _database(kind, data_dir) as (database_url, redis_url):
-            env = _environment(data_dir, database_url, redis_url)
+            # 1,000 watchers per process and more: no bound on open watches for the benchmark.
+            env = server.environment(
+                data_dir,
+                database_url=database_url,
+                redis_url=redis_url,
+                NODUS_MAX_WATCHES_INFLIGHT="0",
+            )
             if kind == "postgres-pool":
                 env["DJANGO_SETTINGS_MODULE"] = "benchmarks.pool_settings"
-            seeding = subprocess.run(
-                [sys.executable, "-m", "benchmarks.scale_seed", str(count), namespace],
-                cwd=ROOT,
-                env=env,
-                check=True,
-                capture_output=True,
-                text=True,
-                timeout=600,
-            )
-            seeded = orjson.loads(seeding.stdout.strip().splitlines()[-1])
-            port = free_port()
+            made = server.seeded("benchmarks.scale_seed", [count, namespace], env, seconds=600)
             log = data_dir / "daphne.log"
-            with log.open("wb") as out:
-                process = subprocess.Popen(
-                    [
-                        *(sys.executable, "manage.py", "serve", "--no-seed", "--port", str(port)),
-                        *("--tls-port", str(free_port())),
-                    ],
-                    cwd=ROOT,
-                    env=env,
-                    stdout=out,
-                    stderr=subprocess.STDOUT,
-                )
-            url = f"http://127.0.0.1:{port}"
             try:
-                _wait_up(url, process, log)
-                yield Target(
-                    kind,
-                    url,
-                    str(seeded["token"]),
-                    namespace,
-                    process.pid,
-                    seeded,
-                    database_url,
-                )
+                with server.serving(env, log) as served:
+                    yield Target(
+                        kind, served.url, str(made["token"]), namespace, served.pid, made,
+                        database_url,
+                    )  # fmt: skip
             finally:
-                _stop(process)
                 # The log outlives the data dir, for a look at any failed request.
                 shutil.copy(log, Path(tempfile.gettempdir()) / f"nodus-scale-{kind}-daphne.log")
     finally:
@@ -214,20 +147,12 @@ def fanout_server() -> Iterator[tuple[str, int]]:
     """The bare broadcast app under daphne: (url, pid)."""
     port = free_port()
     log = Path(tempfile.mkdtemp(prefix="nodus-fanout-")) / "daphne.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [
-                *(sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port)),
-                "benchmarks.fanout:application",
-            ],
-            cwd=ROOT,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    url = f"http://127.0.0.1:{port}"
+    command = [sys.executable, "-m", "daphne", "-b", server.HOST, "-p", str(port)]
+    process = server.launch([*command, "benchmarks.fanout:application"], None, log)
+    url = f"http://{server.HOST}:{port}"
     try:
-        _wait_up(url, process, log)
+        server.wait_up(url, process, log)
         yield url, process.pid
     finally:
-        _stop(process)
+        server.terminate(process)
         shutil.rmtree(log.parent, ignore_errors=True)

@@ -1,25 +1,169 @@
-"""A live daphne for the benchmarks: `manage.py serve` on a free loopback port, SQLite, no seed.
+"""The benchmarks' one server launcher: `manage.py serve --no-seed` in a throwaway data dir.
 
-The admin, the demo project and a bearer token are made in this process first (the same
-database file), so requests authenticate the way kubectl's do.
+Every case that measures nodus starts it here, as users run it (daphne, one process, or
+`--workers N` for scale-out), with `environment`'s settings: the developer's own NODUS_* and
+database variables are dropped, so a case measures only what it states. Accounts and objects
+are made before the server starts, by a seeding module run in a subprocess on the same database
+(`seeded`), or in this process for `run.py`'s own server (`live_server`).
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
+import orjson
 
 from tests.support.ports import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
+HOST = "127.0.0.1"
+START_SECONDS = 60.0
+
+
+def environment(
+    data_dir: Path,
+    *,
+    controller: bool = False,
+    database_url: str = "",
+    redis_url: str = "",
+    **settings: str,
+) -> dict[str, str]:
+    """The server's environment: `data_dir` (SQLite unless `database_url`), the in-memory channel
+    layer unless `redis_url`, the embedded controller only if asked, quiet logs; then `settings`
+    (NODUS_* names) on top."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NODUS_")}
+    for name in ("DATABASE_URL", "REDIS_URL", "DJANGO_SECRET_KEY"):
+        env.pop(name, None)
+    env.update(
+        NODUS_DATA_DIR=str(data_dir),
+        NODUS_EMBEDDED_CONTROLLER="1" if controller else "0",
+        NODUS_LOG_LEVEL="WARNING",
+        DJANGO_SETTINGS_MODULE="nodus_console.settings",
+        PYTHONUNBUFFERED="1",
+    )
+    if database_url:
+        env["DATABASE_URL"] = database_url
+    if redis_url:
+        env["REDIS_URL"] = redis_url
+    env.update(settings)
+    (data_dir / "static").mkdir(parents=True, exist_ok=True)  # WhiteNoise warns without it
+    return env
+
+
+def seeded(module: str, args: Sequence[object], env: dict[str, str], seconds: float = 900) -> Any:
+    """`python -m module args` on the server's database (`env`); the JSON of its last line."""
+    done = subprocess.run(
+        [sys.executable, "-m", module, *map(str, args)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=seconds,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"{module} failed:\n{done.stderr[-3000:]}")
+    return orjson.loads(done.stdout.strip().splitlines()[-1])
+
+
+@dataclass
+class Served:
+    """A started `manage.py serve`: its process (the parent, with `--workers`), ports and log."""
+
+    process: subprocess.Popen[bytes]
+    port: int
+    tls_port: int
+    log: Path
+
+    @property
+    def url(self) -> str:
+        return f"http://{HOST}:{self.port}"
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+
+def launch(
+    command: Sequence[str], env: dict[str, str] | None, log: Path
+) -> subprocess.Popen[bytes]:
+    """`command` from the repository's root, its output appended to `log`."""
+    with log.open("ab") as out:
+        return subprocess.Popen(
+            list(command), cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT
+        )
+
+
+def spawn(
+    env: dict[str, str], log: Path, *, port: int = 0, tls_port: int = 0, workers: int = 0
+) -> Served:
+    """`manage.py serve --no-seed` on loopback ports (free ones unless given)."""
+    port, tls_port = port or free_port(), tls_port or free_port()
+    command = [sys.executable, "manage.py", "serve", "--no-seed", "--host", HOST]
+    command += ["--port", str(port), "--tls-port", str(tls_port)]
+    if workers:
+        command += ["--workers", str(workers)]
+    return Served(launch(command, env, log), port, tls_port, log)
+
+
+def wait_up(
+    url: str,
+    process: subprocess.Popen[bytes],
+    log: Path,
+    seconds: float = START_SECONDS,
+    path: str = "/livez",
+) -> None:
+    """Returns once `url + path` answers 200; raises if the process exits or `seconds` pass."""
+    deadline = time.monotonic() + seconds
+    while True:
+        if process.poll() is not None:
+            raise RuntimeError(f"server exited: see {log}\n{log.read_text()[-2000:]}")
+        try:
+            if httpx.get(url + path, timeout=1).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{url} did not answer {path} within {seconds:.0f} s: see {log}")
+        time.sleep(0.1)
+
+
+def terminate(process: subprocess.Popen[bytes], seconds: float = 15) -> float | None:
+    """SIGTERM, then the seconds until it exited; None (after SIGKILL) past `seconds`."""
+    if process.poll() is not None:
+        return 0.0
+    started = time.perf_counter()
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=10)
+        return None
+    return time.perf_counter() - started
+
+
+@contextmanager
+def serving(
+    env: dict[str, str], log: Path, *, seconds: float = START_SECONDS, stop_seconds: float = 15
+) -> Iterator[Served]:
+    """A `manage.py serve --no-seed` answering /livez for the block; stopped after it."""
+    served = spawn(env, log)
+    try:
+        wait_up(served.url, served.process, log, seconds)
+        yield served
+    finally:
+        terminate(served.process, stop_seconds)
 
 
 @dataclass
@@ -48,57 +192,10 @@ def prepare_database() -> tuple[str, str]:
     return create_token(admin, "bench")[1], project.name
 
 
-def spawn(port: int, tls_port: int, log: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
-    """`manage.py serve --no-seed` on loopback ports, its output in `log`; the pid is daphne's."""
-    with log.open("ab") as out:
-        return subprocess.Popen(
-            [
-                *(sys.executable, "manage.py", "serve", "--no-seed", "--host", "127.0.0.1"),
-                *("--port", str(port), "--tls-port", str(tls_port)),
-            ],
-            cwd=ROOT,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-
-
-def wait_for_livez(
-    url: str, process: subprocess.Popen[bytes], log: Path, seconds: float = 60
-) -> None:
-    """Returns once `url`/livez answers 200; raises if the process exits or `seconds` pass."""
-    deadline = time.monotonic() + seconds
-    while True:
-        if process.poll() is not None:
-            raise RuntimeError(f"daphne exited: see {log}\n{log.read_text()[-2000:]}")
-        try:
-            if httpx.get(f"{url}/livez", timeout=1).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"daphne did not answer /livez within {seconds:.0f} s: see {log}")
-        time.sleep(0.1)
-
-
-def stop(process: subprocess.Popen[bytes], seconds: float = 10) -> None:
-    process.terminate()
-    try:
-        process.wait(timeout=seconds)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait(timeout=seconds)
-
-
 @contextmanager
 def live_server(data_dir: Path) -> Iterator[LiveServer]:
+    """`run.py`'s server: the database prepared in this process (NODUS_DATA_DIR is `data_dir`)."""
     token, namespace = prepare_database()
-    port = free_port()
-    log = data_dir / "daphne.log"
-    process = spawn(port, free_port(), log, os.environ.copy())
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_for_livez(url, process, log)
-        yield LiveServer(url, token, namespace, log)
-    finally:
-        stop(process)
+    env = environment(data_dir, NODUS_LOG_LEVEL=os.environ.get("NODUS_LOG_LEVEL", "WARNING"))
+    with serving(env, data_dir / "daphne.log", stop_seconds=10) as served:
+        yield LiveServer(served.url, token, namespace, served.log)
