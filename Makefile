@@ -179,7 +179,7 @@ pytest-main: $(TEST_STAMP)
 	$(PY) -m pytest -m "not browser" -n $(PYTEST_WORKERS) --durations=15 $(PYTEST_ARGS)
 
 pytest-browser: $(TEST_STAMP) system-test-deps $(NODE_STAMP) $(EDITOR_BUNDLE)
-	@rc=0; $(PY) -m pytest -m browser -p no:xdist $(PYTEST_ARGS) || rc=$$?; \
+	@rc=0; $(PY) -m pytest -m browser -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS) || rc=$$?; \
 	if [[ $$rc -eq 5 ]] && ! grep -rqs "mark.browser" tests/; then \
 		echo "no browser tests yet"; rc=0; \
 	fi; \
