@@ -194,8 +194,12 @@ def prepare_database() -> tuple[str, str]:
 
 @contextmanager
 def live_server(data_dir: Path) -> Iterator[LiveServer]:
-    """`run.py`'s server: the database prepared in this process (NODUS_DATA_DIR is `data_dir`)."""
+    """`run.py`'s server: the database prepared in this process (NODUS_DATA_DIR is `data_dir`),
+    with the NODUS_* settings this process was given (`NODUS_FLOW_SEATS=4 benchmarks/run.py
+    fairness` measures that setting)."""
     token, namespace = prepare_database()
-    env = environment(data_dir, NODUS_LOG_LEVEL=os.environ.get("NODUS_LOG_LEVEL", "WARNING"))
+    given = {k: v for k, v in os.environ.items() if k.startswith("NODUS_")}
+    env = environment(data_dir)
+    env.update(given)
     with serving(env, data_dir / "daphne.log", stop_seconds=10) as served:
         yield LiveServer(served.url, token, namespace, served.log)
