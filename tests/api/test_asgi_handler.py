@@ -1,0 +1,61 @@
+"""`nodus_console.asgi.Handler`: an API request is answered without a thread started for it;
+a console page keeps Django's thread per request, which its sync views need."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+from asgiref.sync import sync_to_async
+from channels.testing import HttpCommunicator
+
+from nodus_console.asgi import application
+from runtimes.accounts.tokens import create_token
+from tests.support.api import GV
+
+RUNTIMES = f"{GV}/namespaces/demo/trainingruntimes"
+
+
+async def _get(path: str, token: str = "") -> dict[str, Any]:
+    headers = [(b"host", b"testserver")]
+    if token:
+        headers.append((b"authorization", f"Bearer {token}".encode()))
+    response: dict[str, Any] = await HttpCommunicator(
+        application, "GET", path, headers=headers
+    ).get_response(timeout=10)
+    return response
+
+
+def _thread_starts(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the threads started from now on."""
+    started: list[str] = []
+    start = threading.Thread.start
+
+    def counted(thread: threading.Thread) -> None:
+        started.append(thread.name)
+        start(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", counted)
+    return started
+
+
+async def test_an_api_request_starts_no_thread_of_its_own(
+    actors: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    token = (await sync_to_async(create_token)(actors["alice"], "test"))[1]
+    for _ in range(5):  # the pool's thread, asgiref's, the hub's: started once, then kept
+        assert (await _get(RUNTIMES, token))["status"] == 200
+    started = _thread_starts(monkeypatch)
+    for _ in range(10):
+        assert (await _get(RUNTIMES, token))["status"] == 200
+    assert started == []
+
+
+async def test_a_console_page_still_runs_in_djangos_thread_per_request(
+    actors: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert (await _get("/login"))["status"] == 200
+    started = _thread_starts(monkeypatch)
+    assert (await _get("/login"))["status"] == 200
+    assert started  # the request's own thread (ThreadSensitiveContext), and its joiner
