@@ -70,8 +70,19 @@ def _ns(rt: StoredKind, namespace: str | None) -> str:
 
 
 def ensure_namespace(rt: StoredKind, namespace: str) -> None:
-    if rt.namespaced and not Project.objects.filter(name=namespace).exists():
+    if rt.namespaced and not _project_exists(namespace):
         raise errors.namespace_not_found(namespace)
+
+
+def _project_exists(name: str) -> bool:
+    """One statement on the unique name, written out: a namespaced request asks this once and a
+    write twice, and building the ORM's query cost more than running it (a tenth of a create)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT 1 FROM {Project._meta.db_table} WHERE name = %s LIMIT 1",  # noqa: S608
+            [name],
+        )
+        return cursor.fetchone() is not None
 
 
 def get(rt: StoredKind, namespace: str | None, name: str) -> Obj:
