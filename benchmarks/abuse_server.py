@@ -16,9 +16,9 @@ from typing import Any
 
 import httpx
 
-from benchmarks import server
+from benchmarks import server as launcher
 
-HOST = server.HOST
+HOST = launcher.HOST
 GV = "/apis/nodus.dev/v1beta1"
 
 
@@ -49,7 +49,7 @@ class AbuseServer:
 
     @property
     def env(self) -> dict[str, str]:
-        return server.environment(self.data_dir, controller=self.controller, **self.extra_env)
+        return launcher.environment(self.data_dir, controller=self.controller, **self.extra_env)
 
     @property
     def url(self) -> str:
@@ -76,13 +76,13 @@ class AbuseServer:
 
     def prepare(self, runtimes: int, image: str = "") -> None:
         args: list[object] = ["--runtimes", runtimes] + (["--image", image] if image else [])
-        self.accounts = server.seeded("benchmarks.abuse_setup", args, self.env, seconds=600)
+        self.accounts = launcher.seeded("benchmarks.abuse_setup", args, self.env, seconds=600)
 
     def start(self) -> None:
-        served = server.spawn(self.env, self.log, port=self.port, tls_port=self.tls_port)
+        served = launcher.spawn(self.env, self.log, port=self.port, tls_port=self.tls_port)
         self.port, self.tls_port, self.process = served.port, served.tls_port, served.process
         self.starts += 1
-        server.wait_up(self.url, self.process, self.log, seconds=90)
+        launcher.wait_up(self.url, self.process, self.log, seconds=90)
 
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
@@ -97,7 +97,7 @@ class AbuseServer:
     def terminate(self, seconds: float) -> float | None:
         """SIGTERM, then the seconds until the process exited; None (and SIGKILL) past `seconds`."""
         assert self.process is not None
-        return server.terminate(self.process, seconds)
+        return launcher.terminate(self.process, seconds)
 
     def kill(self) -> None:
         if self.process is not None and self.alive():
