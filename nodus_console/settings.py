@@ -643,7 +643,7 @@ NODUS_FLOW_QUEUE_LENGTH = declare(
     "NODUS_FLOW_QUEUE_LENGTH", int, 16, "requests at most waiting in one fair queue; past it, 429"
 )
 NODUS_FLOW_QUEUE_SECONDS = declare(
-    "NODUS_FLOW_QUEUE_SECONDS", float, 10.0, "the longest wait for seats; past it, 429"
+    "NODUS_FLOW_QUEUE_SECONDS", float, 15.0, "the longest wait for seats; past it, 429"
 )
 NODUS_MAX_WATCHES_INFLIGHT = declare(
     "NODUS_MAX_WATCHES_INFLIGHT",

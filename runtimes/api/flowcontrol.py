@@ -53,7 +53,7 @@ from runtimes.apimachinery.errors import ApiError
 # NODUS_FLOW_LIST_WIDTH seats wide (2): each costs a thread of Python on one interpreter lock.
 # Queues: 64 per level, a flow dealt 6 of them (shuffle sharding), at most
 # NODUS_FLOW_QUEUE_LENGTH (16) waiting in each (kube's 50 would let one flow park 300), and
-# a wait of at most NODUS_FLOW_QUEUE_SECONDS (10).
+# a wait of at most NODUS_FLOW_QUEUE_SECONDS (15: kube's, a quarter of its 60 s request timeout).
 # An open watch holds no seat once it streams: it costs memory, bounded per watch by the
 # listeners' unsent-bytes cut (`serving`) and in all by NODUS_MAX_WATCHES_INFLIGHT (1,000).
 # Static files are exempt (served from memory).
@@ -89,7 +89,7 @@ class Limits:
     seats: int = 24
     list_width: int = 2
     queue_length: int = 16
-    queue_seconds: float = 10.0
+    queue_seconds: float = 15.0
     watches: int = 1000
 
     @classmethod
