@@ -202,8 +202,8 @@ class Command(BaseCommand):
         # Everything set up so far (modules, settings, URL patterns, schemas: about 260,000
         # objects) lives as long as the process. Frozen, the cyclic collector no longer walks it
         # on every full collection: the first one under a burst of requests stalled every request
-        # for 1.5-2.7 s (a polite client's worst list beside 200 greedy ones: 2.2 s, then 0.95 s
-        # with this; `benchmarks/run.py fairness`).
+        # for 1.5-2.7 s (a client's slowest of 80 lists beside 200 greedy ones: 2.1-2.9 s, then
+        # 0.95 s with this; docs/benchmarks.md, "Fairness under a greedy client").
         gc.collect()
         gc.freeze()
         server.run()
