@@ -234,18 +234,22 @@ def terminate_on_signals(budget: float = SHUTDOWN_SECONDS) -> None:
     loop: asyncio.AbstractEventLoop = reactor._asyncioEventloop
     signalled: list[int] = []
 
+    def stop() -> None:
+        # Whichever comes second, the drain's end or a second signal (a process group's
+        # signal can reach us twice at once), finds the reactor stopping already.
+        with contextlib.suppress(ReactorNotRunning):
+            reactor.stop()
+
     def on_signal(signum: int) -> None:
         signalled.append(signum)
         name = signal.Signals(signum).name
         if len(signalled) > 1:
             log.warning("%s again: stopping at once", name)
-            # The drain may have stopped it already (a group's signal reaches us twice).
-            with contextlib.suppress(ReactorNotRunning):
-                reactor.stop()
+            stop()
             return
         log.info("%s: shutting down within %.0f s", name, budget)
         _watchdog(budget)
-        loop.create_task(shut_down(budget, reactor.stop))
+        loop.create_task(shut_down(budget, stop))
 
     def install() -> None:
         for signum in (signal.SIGTERM, signal.SIGINT):
