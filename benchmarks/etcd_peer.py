@@ -25,7 +25,7 @@ import orjson
 
 from benchmarks.herd_http import Client
 from benchmarks.herd_loads import Target, manifest_bytes
-from benchmarks.server import free_port
+from benchmarks.server import free_port, terminate
 
 ETCD = Path("/usr/bin/etcd")
 PACKAGE = "etcd-server"
@@ -101,12 +101,7 @@ def running(work: Path) -> Iterator[tuple[str, int, subprocess.Popen[bytes]]]:
         _wait_for_health(client_url, process, log)
         yield "127.0.0.1", client, process
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=15)
+        terminate(process)
         shutil.rmtree(data_dir, ignore_errors=True)
 
 
