@@ -30,14 +30,14 @@ if str(ROOT) not in sys.path:
 
 from benchmarks import abuse_lifecycle, abuse_requests, abuse_streams  # noqa: E402
 from benchmarks.abuse_probe import Outcome  # noqa: E402
-from benchmarks.abuse_report import Row, render  # noqa: E402
 from benchmarks.abuse_requests import Attacks  # noqa: E402
 from benchmarks.abuse_server import AbuseServer  # noqa: E402
 from benchmarks.harness import Bench, Comparison, Timings, case  # noqa: E402
+from benchmarks.report import AbuseRow, abuse_table  # noqa: E402
 
 # Rows against the shared server, in this order: the guessing rows come last, since a lockout
 # per address would also lock out the console sign-ins of the rows before them.
-SHARED: dict[str, Callable[[Attacks], list[Row]]] = {
+SHARED: dict[str, Callable[[Attacks], list[AbuseRow]]] = {
     f.__name__: f
     for f in [
         *abuse_requests.ROWS,
@@ -54,19 +54,19 @@ def progress(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
-def guarded(name: str, group: Callable[[Attacks], list[Row]], at: Attacks) -> list[Row]:
+def guarded(name: str, group: Callable[[Attacks], list[AbuseRow]], at: Attacks) -> list[AbuseRow]:
     """The group's rows; one row saying why, if the harness itself failed on the way."""
     try:
         return group(at)
     except Exception as error:  # one broken group must not cost the others' figures
         failed = Outcome(name, f"the harness failed: {type(error).__name__}: {error}"[:200])
-        return [Row(f"{name} (not measured)", "", failed)]
+        return [AbuseRow(f"{name} (not measured)", "", failed)]
 
 
 def run(
     selected: list[str], bound: float, rss_cap_mb: float, controller: bool, seconds: float
-) -> list[Row]:
-    rows: list[Row] = []
+) -> list[AbuseRow]:
+    rows: list[AbuseRow] = []
     shared = [name for name in SHARED if not selected or name in selected]
     if shared:
         server = AbuseServer.fresh(runtimes=HERD_RUNTIMES)
@@ -97,7 +97,7 @@ def abuse_case(bench: Bench) -> Iterable[Comparison]:
     """The default rows as a case of run.py: each attack's time beside its baseline's."""
     bound = 30.0
     rows = run([], bound, 1024, controller=False, seconds=60)
-    print(render(rows))
+    print(abuse_table(rows))
     for row in rows:
         if row.baseline is None:
             continue
@@ -129,7 +129,7 @@ def main(argv: list[str]) -> int:
         f"bound {args.bound:.0f} s per attack, RSS cap {args.rss_cap_mb:.0f} MB, "
         f"{time.monotonic() - started:.0f} s in all"
     )
-    print(render(rows))
+    print(abuse_table(rows))
     return 0
 
 

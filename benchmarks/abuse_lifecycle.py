@@ -17,10 +17,10 @@ from pathlib import Path
 from benchmarks import abuse_bodies as bodies
 from benchmarks.abuse_http import get_status, send
 from benchmarks.abuse_probe import Answer, AtLeast
-from benchmarks.abuse_report import Row
 from benchmarks.abuse_requests import Attacks
 from benchmarks.abuse_server import HOST, AbuseServer
 from benchmarks.abuse_watch import WatchHerd
+from benchmarks.report import AbuseRow
 from benchmarks.server import free_port
 
 WATCHES = 200
@@ -74,7 +74,7 @@ def _lost(at: Attacks, acknowledged: list[str]) -> str:
     return f"acknowledged writes lost: {len(lost)} of {len(acknowledged)}"
 
 
-def sigterm(at: Attacks) -> list[Row]:
+def sigterm(at: Attacks) -> list[AbuseRow]:
     """SIGTERM to an idle server, then to one holding 200 watches, lists and a write; then the
     server is started again, to count the acknowledged writes it lost (and for the rows after)."""
     server, bound = at.server, at.bound
@@ -118,7 +118,7 @@ def sigterm(at: Attacks) -> list[Row]:
         writes=_lost(at, acknowledged),
     )
     return [
-        Row(
+        AbuseRow(
             f"SIGTERM with {WATCHES} open watches, lists and a write in flight",
             "the operator",
             attack,
@@ -182,7 +182,7 @@ def _verdicts(at: Attacks) -> dict[str, int]:
     return dict(reasons)
 
 
-def controller(bound: float, rss_cap_mb: float, seconds: float) -> list[Row]:
+def controller(bound: float, rss_cap_mb: float, seconds: float) -> list[AbuseRow]:
     """2,000 runtimes whose registry refuses every connection, with the embedded controller on."""
     registry = f"{HOST}:{free_port()}"  # nothing listens there
     image = f"{registry}/trainers/unreachable:1.0@sha256:" + "cd" * 32
@@ -221,7 +221,7 @@ def controller(bound: float, rss_cap_mb: float, seconds: float) -> list[Row]:
             judged=f"runtimes by Verified reason after {seconds:.0f} s: {judged}",
         )
         return [
-            Row(
+            AbuseRow(
                 f"{CONTROLLER_RUNTIMES} runtimes, registry refusing connections, controller on",
                 "any editor (creates runtimes)",
                 attack,

@@ -15,8 +15,8 @@ from urllib.parse import quote
 from benchmarks import abuse_bodies as bodies
 from benchmarks.abuse_http import ConsoleSession, answer, raw_get, send
 from benchmarks.abuse_probe import Answer, Outcome, Probe
-from benchmarks.abuse_report import Row
 from benchmarks.abuse_server import HOST, AbuseServer
+from benchmarks.report import AbuseRow
 
 APPLY = {"Content-Type": "application/apply-patch+yaml"}
 YAML = {"Content-Type": "application/yaml"}
@@ -63,7 +63,7 @@ class Attacks:
         return self.server.collection()
 
 
-def redos(at: Attacks) -> list[Row]:
+def redos(at: Attacks) -> list[AbuseRow]:
     rows = []
     with at.client("editor") as editor, at.client("viewer") as viewer:
         created = {
@@ -81,7 +81,7 @@ def redos(at: Attacks) -> list[Row]:
         baseline = at.measure(f"compile, {bodies.BENIGN_PATTERN}", compile_against("redos-benign"))
         attack = at.measure("compile", compile_against("redos"))
     rows.append(
-        Row(
+        AbuseRow(
             f"ReDoS {bodies.REDOS_PATTERN} in spec.parameters, compile (28 a's and !)",
             "any editor creates it, then any viewer",
             attack,
@@ -111,7 +111,7 @@ def redos(at: Attacks) -> list[Row]:
     finally:
         session.close()
     rows.append(
-        Row(
+        AbuseRow(
             f"ReDoS {bodies.REDOS_PATTERN}: the console's Parameters check",
             "any viewer (signed in)",
             attack,
@@ -123,7 +123,7 @@ def redos(at: Attacks) -> list[Row]:
     return rows
 
 
-def yaml_bodies(at: Attacks) -> list[Row]:
+def yaml_bodies(at: Attacks) -> list[AbuseRow]:
     with at.client("editor") as editor:
 
         def apply(name: str, text: str) -> Callable[[], str]:
@@ -140,7 +140,7 @@ def yaml_bodies(at: Attacks) -> list[Row]:
             f"apply of a plain runtime, {len(plain)} B", apply("plain-apply", plain)
         )
         rows = [
-            Row(
+            AbuseRow(
                 f"billion laughs: {len(bomb)} B of YAML as apply-patch+yaml",
                 "any editor",
                 at.measure("billion laughs", apply("bomb", bomb)),
@@ -153,7 +153,7 @@ def yaml_bodies(at: Attacks) -> list[Row]:
             "POST of a plain runtime as YAML", create(bodies.plain_apply("plain-yaml"))
         )
         rows.append(
-            Row(
+            AbuseRow(
                 "YAML nested 10,000 deep (POST application/yaml)",
                 "any editor",
                 at.measure("deep YAML", create(deep)),
@@ -164,7 +164,7 @@ def yaml_bodies(at: Attacks) -> list[Row]:
     return rows
 
 
-def ref_cycle(at: Attacks) -> list[Row]:
+def ref_cycle(at: Attacks) -> list[AbuseRow]:
     with at.client("editor") as editor, at.client("viewer") as viewer:
 
         def create_then_compile(name: str, cyclic: bool) -> Callable[[], str]:
@@ -180,7 +180,7 @@ def ref_cycle(at: Attacks) -> list[Row]:
 
         baseline = at.measure("$ref chain that ends", create_then_compile("ref-chain", False))
         return [
-            Row(
+            AbuseRow(
                 "$ref cycle in a parameter schema, then compile",
                 "any editor (compile: any viewer)",
                 at.measure("$ref cycle", create_then_compile("ref-cycle", True)),
@@ -190,7 +190,7 @@ def ref_cycle(at: Attacks) -> list[Row]:
         ]
 
 
-def status_writes(at: Attacks) -> list[Row]:
+def status_writes(at: Attacks) -> list[AbuseRow]:
     patch = {"status": {"phase": "Ready", "imageDigest": FAKE_DIGEST}}
     rows = []
     with at.client("admin") as admin:
@@ -214,7 +214,7 @@ def status_writes(at: Attacks) -> list[Row]:
         for user, who in (("editor", "an editor"), ("projadmin", "a project admin")):
             name = f"status-{user}"
             rows.append(
-                Row(
+                AbuseRow(
                     f"PATCH /status to Ready with a fake digest, by {who}",
                     who,
                     at.measure(f"PATCH /status by {who}", write(user, name)),
@@ -226,7 +226,7 @@ def status_writes(at: Attacks) -> list[Row]:
     return rows
 
 
-def labels(at: Attacks) -> list[Row]:
+def labels(at: Attacks) -> list[AbuseRow]:
     with at.client("editor") as editor:
 
         def create(name: str, count: int) -> Callable[[], str]:
@@ -235,7 +235,7 @@ def labels(at: Attacks) -> list[Row]:
 
         baseline = at.measure("one label", create("labels-1", 1))
         return [
-            Row(
+            AbuseRow(
                 "20,000 labels on one object (POST)",
                 "any editor",
                 at.measure("20,000 labels", create("labels-20000", 20_000)),
@@ -245,7 +245,7 @@ def labels(at: Attacks) -> list[Row]:
         ]
 
 
-def selectors(at: Attacks) -> list[Row]:
+def selectors(at: Attacks) -> list[AbuseRow]:
     rows = []
     token = {"Authorization": f"Bearer {at.server.token('viewer')}", "Accept": "application/json"}
 
@@ -260,7 +260,7 @@ def selectors(at: Attacks) -> list[Row]:
         for size in (20, 128):
             query = f"{parameter}={quote(build(size * 1024), safe='=,!')}"
             rows.append(
-                Row(
+                AbuseRow(
                     f"{parameter} of {size} KB",
                     "anyone who may list",
                     at.measure(f"{size} KB {parameter}", get(f"{at.collection}?{query}")),
@@ -270,7 +270,7 @@ def selectors(at: Attacks) -> list[Row]:
             )
     baseline = at.measure("GET /livez", get("/livez", {}))
     rows.append(
-        Row(
+        AbuseRow(
             "a 64 KB request header",
             "anyone, unauthenticated",
             at.measure("64 KB header", get("/livez", {"X-Pad": "a" * 65536})),
@@ -281,7 +281,7 @@ def selectors(at: Attacks) -> list[Row]:
     return rows
 
 
-ROWS: list[Callable[[Attacks], list[Row]]] = [
+ROWS: list[Callable[[Attacks], list[AbuseRow]]] = [
     redos,
     yaml_bodies,
     ref_cycle,

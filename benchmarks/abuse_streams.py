@@ -20,10 +20,10 @@ import httpx
 from benchmarks import abuse_bodies as bodies
 from benchmarks.abuse_http import ConsoleSession, answer, dribble_headers, get_status, send
 from benchmarks.abuse_probe import Answer, AtLeast, Outcome
-from benchmarks.abuse_report import Row
 from benchmarks.abuse_requests import Attacks
 from benchmarks.abuse_server import HOST
 from benchmarks.abuse_watch import HttpWatch, WebSocketWatch
+from benchmarks.report import AbuseRow
 
 SLOW_BYTE_SECONDS = 0.5
 LOGIN_GUESSES = 15  # failed logins tried before giving up on a lockout
@@ -33,7 +33,7 @@ HERD_SECONDS = 5.0  # waves of the herd follow one another for this long
 HERD_WAVES = 10  # at most
 
 
-def slow_loris(at: Attacks) -> list[Row]:
+def slow_loris(at: Attacks) -> list[AbuseRow]:
     """Both listeners at once (each waits out the same bound), each beside a whole request."""
     listeners = {"HTTP": (at.server.port, False), "HTTPS": (at.server.tls_port, True)}
     baselines = {
@@ -52,7 +52,7 @@ def slow_loris(at: Attacks) -> list[Row]:
     attack("HTTP")
     beside.join(timeout=at.bound + 20)
     return [
-        Row(
+        AbuseRow(
             f"slow-loris on the {name} listener: a header byte every {SLOW_BYTE_SECONDS} s",
             "anyone, unauthenticated",
             attacks.get(name) or Outcome(f"slow-loris {name}", "the probe did not return"),
@@ -69,7 +69,7 @@ def _whole(port: int, tls: bool) -> str:
         return send(client, "GET", f"{scheme}://{HOST}:{port}/livez")
 
 
-def revocation(at: Attacks) -> list[Row]:
+def revocation(at: Attacks) -> list[AbuseRow]:
     """Revoking a token on the console's Tokens page while two watches hold it."""
     at.server.ensure_up()  # the streams open before the probe would start it
     editor = at.server.user("editor")
@@ -121,7 +121,7 @@ def revocation(at: Attacks) -> list[Row]:
         ws=f"WebSocket watch: {seen.get('WebSocket', '?')}",
     )
     return [
-        Row(
+        AbuseRow(
             "token revoked (console Tokens page) under an open HTTP and WebSocket watch",
             "(admin or owner action)",
             attack,
@@ -163,7 +163,7 @@ def _right_password(at: Attacks, path: str, user: str) -> Callable[[], str]:
     return login
 
 
-def login_guessing(at: Attacks) -> list[Row]:
+def login_guessing(at: Attacks) -> list[AbuseRow]:
     rows = []
     # The baselines sign in someone the page admits: any user on the console, staff on /admin.
     for path, user, where, right in (
@@ -172,7 +172,7 @@ def login_guessing(at: Attacks) -> list[Row]:
     ):
         baseline = at.measure(f"{right} signs in, right password", _right_password(at, path, right))
         rows.append(
-            Row(
+            AbuseRow(
                 f"password guessing on the {where}",
                 "anyone, unauthenticated",
                 at.measure(f"up to {LOGIN_GUESSES} wrong passwords", _guesses(at, path, user)),
@@ -196,7 +196,7 @@ def login_guessing(at: Attacks) -> list[Row]:
             "one GET with a good token", lambda: send(anonymous, "GET", at.collection, headers=good)
         )
         rows.append(
-            Row(
+            AbuseRow(
                 "bearer-token guessing",
                 "anyone, unauthenticated",
                 at.measure(f"up to {TOKEN_GUESSES} wrong tokens", guess_tokens),
@@ -247,7 +247,7 @@ def _side_requests(at: Attacks, stop: threading.Event, limit: int) -> dict[str, 
     return timings
 
 
-def herd(at: Attacks) -> list[Row]:
+def herd(at: Attacks) -> list[AbuseRow]:
     """200 lists at once from one client, with a writer and /livez beside them. The time is the
     p99 of the writes meanwhile; the baseline's, of 20 writes on the idle server."""
     idle: dict[str, list[float]] = {}
@@ -301,7 +301,7 @@ def herd(at: Attacks) -> list[Row]:
         f"vs idle {_p99_text(idle.get('livez', []))}",
     )
     return [
-        Row(
+        AbuseRow(
             f"{HERD} concurrent lists of {at.server.accounts.get('runtimes', '?')} runtimes "
             "(time: write p99)",
             "anyone who may list",
@@ -312,5 +312,5 @@ def herd(at: Attacks) -> list[Row]:
     ]
 
 
-ROWS: list[Callable[[Attacks], list[Row]]] = [slow_loris, revocation, herd]
-GUESSING: list[Callable[[Attacks], list[Row]]] = [login_guessing]
+ROWS: list[Callable[[Attacks], list[AbuseRow]]] = [slow_loris, revocation, herd]
+GUESSING: list[Callable[[Attacks], list[AbuseRow]]] = [login_guessing]

@@ -31,6 +31,10 @@ BENCH_HERD_*; defaults in brackets):
 
 Writes go through 16 writer tokens (one per worker) so that the per-client seat pool is not
 what load 1 measures; the process-wide pools still apply. Nothing here asserts on time.
+
+This module also registers herd-scaleout (10,000 watchers on 4 workers on PostgreSQL + Redis;
+runs only when named): `herd_scaleout` measures it. Both cases' figures, tables and results
+files are in `report`.
 """
 
 from __future__ import annotations
@@ -47,9 +51,19 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from benchmarks import etcd_peer, herd_nodus, herd_side
-from benchmarks.harness import Bench, Comparison, case, write_results
+from benchmarks import herd_scaleout as scaleout
+from benchmarks.harness import Bench, Comparison, case
 from benchmarks.herd_loads import settings
-from benchmarks.herd_report import block, machine_note, memory_note, rows
+from benchmarks.report import (
+    herd_block,
+    herd_rows,
+    machine_note,
+    memory_note,
+    scaleout_block,
+    scaleout_comparisons,
+    scaleout_summary,
+    write_results,
+)
 
 PER_TOKEN = 5  # load 5's watchers per token (the server allows 100)
 
@@ -86,7 +100,7 @@ def herd(_bench: Bench) -> Iterable[Comparison]:
 
     python = platform.python_version()
     cpus = os.cpu_count() or 0
-    all_rows = rows(nodus, etcd, s)
+    all_rows = herd_rows(nodus, etcd, s)
     machine = machine_note(nodus, etcd, cpus, python)
     notes = [memory_note(nodus, etcd)]
     minutes = (time.time() - began) / 60
@@ -95,7 +109,7 @@ def herd(_bench: Bench) -> Iterable[Comparison]:
         f"nodus on SQLite with the embedded controller beside "
         f"{etcd.version if etcd else 'no etcd'}: {machine}."
     )
-    text = block(all_rows, notes, header, s, skipped)
+    text = herd_block(all_rows, notes, header, s, skipped)
     print(text)
     herd_side.log(f"figures written to {write_results('herd', text)}")
     comparisons = [row.comparison(skipped) for row in all_rows if not row.docs_only]
@@ -103,3 +117,21 @@ def herd(_bench: Bench) -> Iterable[Comparison]:
     if skipped:
         print(f"herd: etcd side skipped: {skipped}", file=sys.stderr)
     return comparisons
+
+
+@case("herd-scaleout", explicit=True)
+def herd_scaleout(_bench: Bench) -> Iterable[Comparison]:
+    s = scaleout.settings()
+    work = Path(os.environ.get("TMPDIR", "/tmp")) / f"nodus-herd-scaleout-{os.getpid()}"
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        run = scaleout.measure(s, work)
+    finally:
+        for leftover in work.iterdir():
+            leftover.unlink()
+        work.rmdir()
+    print(scaleout_summary(run))
+    scaleout.log(f"figures written to {write_results('herd-scaleout', scaleout_block(run))}")
+    when = datetime.fromtimestamp(run.began, UTC)
+    scaleout.log(f"run of {when:%Y-%m-%d %H:%M} UTC took {(time.time() - run.began) / 60:.1f} min")
+    return scaleout_comparisons(run)

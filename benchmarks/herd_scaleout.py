@@ -24,8 +24,8 @@ process, `herd_livez`); each worker's RSS peak (VmHWM); the load average; the co
 workers and the load generator kept busy (its own from /proc/self/stat: one asyncio process
 cannot use more than one core, so near 1 it, not the server, sets the pace) and its event
 loop's lag. Both herds are served by the same server, so the ratio shows how delivery scales
-from 1,000 to 10,000 watchers. The case itself, its figures and its results file are in
-`herd_scaleout_report`. Nothing here asserts on time.
+from 1,000 to 10,000 watchers. The case is registered in `herd`; its figures, its verdict on
+the target and its results file are in `report`. Nothing here asserts on time.
 
 Counts: BENCH_SCALEOUT_<NAME> for each field of `Settings`. The server's default of 1,000 open
 watches per worker process (NODUS_MAX_WATCHES_INFLIGHT) would cap 4 workers at 4,000 watches,

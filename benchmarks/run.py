@@ -44,8 +44,9 @@ def main(selected: list[str]) -> int:
 
     # Case modules register themselves on import, in the order they run; add new ones here.
     from benchmarks import http_cases, validation_cases, console_cases, scale  # noqa: F401, I001
-    from benchmarks import controller_load, abuse, herd, herd_scaleout_report, fairness  # noqa: F401
-    from benchmarks.harness import CASES, EXPLICIT, Bench, CaseSkipped, Comparison, report
+    from benchmarks import controller_load, abuse, herd, fairness  # noqa: F401
+    from benchmarks.harness import CASES, EXPLICIT, Bench, CaseSkipped, Comparison
+    from benchmarks.report import report
     from benchmarks.server import live_server
 
     unknown = [name for name in selected if name not in CASES]
