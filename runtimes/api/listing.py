@@ -12,7 +12,6 @@ from __future__ import annotations
 import bisect
 import itertools
 import time
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,7 +36,7 @@ from runtimes.apimachinery.meta import Obj
 from runtimes.registry.resources import ResourceType
 from runtimes.storage import compaction, snapshots, store
 from runtimes.watch import hub
-from runtimes.watch.cache import CachedSnapshot, Lookup
+from runtimes.watch.cache import CachedSnapshot, Entry, Lookup
 
 Key = tuple[str, str]
 
@@ -50,7 +49,8 @@ TOO_LARGE_CAUSE = "ResourceVersionTooLarge"
 
 @dataclass
 class Page:
-    # The objects; with `stored=True` and no selectors, the stored JSON text of each.
+    # The objects; with `stored=True`, each as kept: a watch cache entry, or (from SQL, with no
+    # selectors) the stored JSON text.
     items: list[Any]
     revision: int
     continue_token: str = ""
@@ -149,8 +149,8 @@ def _caught_up_cache(at_least: int | None) -> tuple[hub.Hub, int] | None:
 
 def cached_object(
     rt: ResourceType, namespace: str | None, name: str, at_least: int | None
-) -> Obj | None:
-    """One object's latest state from the watch cache once it has applied `at_least` (None:
+) -> Entry | None:
+    """One object's latest entry in the watch cache once it has applied `at_least` (None:
     the store's current revision, read now: a consistent read), or None when the cache can't
     answer (off, warming, behind) or doesn't hold it: then SQL answers, and says why."""
     caught_up = _caught_up_cache(at_least)
@@ -160,7 +160,7 @@ def cached_object(
     found = running.latest_entry(rt.key, (namespace or "", name))
     if found is None or found[0] is None or found[1] < wanted:
         return None
-    return found[0].parsed()
+    return found[0]
 
 
 def _snapshot(rt: ResourceType, namespace: str | None, opts: ListOptions) -> tuple[Any, Key]:
@@ -340,22 +340,53 @@ def list_response(view: KubeView, request: Request, namespace: str | None) -> Re
 def list_body(
     rt: ResourceType, rendering: tuple[str, str] | None, namespace: str | None, opts: ListOptions
 ) -> bytes:
-    """The list (or Table) as JSON."""
+    """The list (or Table, or PartialObjectMetadataList) as JSON."""
     # The body is serialised here, while the collector is paused, so the thousands of parsed
     # objects and rows are gone before it runs again: it never has to walk them.
     with snapshots.gc_paused():
         page = list_page(rt, namespace, opts, stored=True)
-        items: Iterable[Any]
-        if (rendering or ("", ""))[0] in ("Table", media.PARTIAL_LIST):
-            # Parsed one by one as the rows are made, so only each row's metadata stays alive
-            # (not 10,000 whole objects: hundreds of MB of dicts).
-            items = (orjson.loads(i) if isinstance(i, str) else i for i in page.items)
+        # Cache entries and stored text are written out as they are; a Table's rows and
+        # metadata items are encoded once per object revision and kept on its cache entry.
+        kind, version = rendering or ("", "")
+        if kind == "Table":
+            body = tables.encoded_table(
+                rt, page.items, version, page.list_meta(), opts.include_object
+            )
+        elif kind == media.PARTIAL_LIST:
+            encoded = tables.encoded_partials(rt, page.items, version)
+            items = [orjson.Fragment(i) for i in encoded]
+            body = orjson.dumps(partial_list(version, page.list_meta(), items))
         else:
-            items = [orjson.Fragment(i) if isinstance(i, str) else i for i in page.items]
-        listed = render_list(rt, rendering, items, page.list_meta(), opts.include_object)
-        body = orjson.dumps(listed)
-        del page, items, listed
+            items = [orjson.Fragment(stored_text(i)) for i in page.items]
+            body = orjson.dumps(plain_list(rt, page.list_meta(), items))
+        del page
     return body
+
+
+def stored_text(item: Any) -> str | bytes:
+    """An item of a `stored=True` page as JSON: a cache entry's text, stored text, or an
+    object (a selected page from SQL)."""
+    if isinstance(item, Entry):
+        return item.raw
+    return item if isinstance(item, str) else orjson.dumps(item)
+
+
+def plain_list(rt: ResourceType, list_meta: Obj, items: list[Any]) -> Obj:
+    return {
+        "apiVersion": rt.api_version,
+        "kind": f"{rt.kind}List",
+        "metadata": list_meta,
+        "items": items,
+    }
+
+
+def partial_list(version: str, list_meta: Obj, items: list[Any]) -> Obj:
+    return {
+        "kind": media.PARTIAL_LIST,
+        "apiVersion": f"meta.k8s.io/{version}",
+        "metadata": list_meta,
+        "items": items,
+    }
 
 
 def select(view: KubeView, request: Request, namespace: str | None) -> Page:
@@ -381,48 +412,23 @@ def _selection(rt: ResourceType, query: QueryDict, namespaces: list[str] | None)
     )
 
 
-def render_list(
-    rt: ResourceType,
-    rendering: tuple[str, str] | None,
-    objects: Iterable[Any],  # objects, or their stored text as orjson.Fragment
-    list_meta: Obj,
-    include: str,
-) -> Obj:
-    rendering = rendering or ("", "")
-    if rendering[0] == "Table":
-        return tables.table(rt, objects, rendering[1], list_meta, include)
-    if rendering[0] == media.PARTIAL_LIST:
-        return {
-            "kind": media.PARTIAL_LIST,
-            "apiVersion": f"meta.k8s.io/{rendering[1]}",
-            "metadata": list_meta,
-            "items": [tables.partial_metadata(obj, rendering[1]) for obj in objects],
-        }
-    return {
-        "apiVersion": rt.api_version,
-        "kind": f"{rt.kind}List",
-        "metadata": list_meta,
-        "items": objects if isinstance(objects, list) else list(objects),
-    }
-
-
-def object_response(view: KubeView, request: Request, obj: Obj) -> Response:
+def object_response(view: KubeView, request: Request, item: Entry | Obj) -> Response:
+    """One object as asked: itself, its PartialObjectMetadata, or a one-row Table; from a watch
+    cache entry, its text and kept encodings are written out as they are."""
     rendering = view.rendering or ("", "")
     if rendering[0] == media.PARTIAL_LIST:
         raise media.wrong_partial(media.PARTIAL_LIST)
     if rendering[0] == media.PARTIAL:
-        return respond(tables.partial_metadata(obj, rendering[1]))
+        return respond(orjson.Fragment(tables.encoded_partials(view.rt, [item], rendering[1])[0]))
     if rendering[0] == "Table":
         include = request.query_params.get("includeObject") or "Metadata"
         if include not in ("None", "Metadata", "Object"):
             raise errors.bad_request(f'unrecognized includeObject value: "{include}"')
-        return respond(
-            tables.table(
-                view.rt,
-                [obj],
-                rendering[1],
-                {"resourceVersion": obj["metadata"]["resourceVersion"]},
-                include,
-            )
+        revision = (
+            str(item.revision) if isinstance(item, Entry) else item["metadata"]["resourceVersion"]
         )
-    return respond(obj)
+        meta = {"resourceVersion": revision}
+        return respond(
+            orjson.Fragment(tables.encoded_table(view.rt, [item], rendering[1], meta, include))
+        )
+    return respond(orjson.Fragment(item.raw) if isinstance(item, Entry) else item)

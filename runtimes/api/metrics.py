@@ -107,6 +107,12 @@ STORAGE_LISTS = Counter(
     "its window.",
     ["resource"],
 )
+PRINTED = Counter(
+    "nodus_printed_encodings_total",
+    "Table rows' cells ('row') and PartialObjectMetadata ('metadata') written into answers, by "
+    "whether the encoding was kept from an earlier answer for the same object revision.",
+    ["resource", "form", "reused"],
+)
 EVENT_LOG_REVISION = Gauge(
     "nodus_event_log_revision", "The newest revision committed to the event log."
 )
@@ -140,6 +146,13 @@ def list_served(resource: str, from_cache: bool, index: str = "") -> None:
 def cache_list_objects(resource: str, index: str, fetched: int, returned: int) -> None:
     CACHE_LIST_FETCHED.labels(resource, index).inc(fetched)
     CACHE_LIST_RETURNED.labels(resource).inc(returned)
+
+
+def printed(resource: str, form: str, made: int, reused: int) -> None:
+    if made:
+        PRINTED.labels(resource, form, "false").inc(made)
+    if reused:
+        PRINTED.labels(resource, form, "true").inc(reused)
 
 
 def watch_opened(resource: str = "") -> None:

@@ -201,10 +201,9 @@ class ItemView(KubeView):
             # revision ahead of the store); anything else is a 400.
             at_least = parse_revision(wanted)
             listing.wait_for_revision(at_least)
-        obj = listing.cached_object(self.rt, namespace, name, at_least)
-        if obj is None:
-            obj = self._get_or_explain(namespace, name)
-        return listing.object_response(self, request, obj)
+        cached = listing.cached_object(self.rt, namespace, name, at_least)
+        found = cached if cached is not None else self._get_or_explain(namespace, name)
+        return listing.object_response(self, request, found)
 
     def _get_or_explain(self, namespace: str | None, name: str) -> dict[str, Any]:
         try:

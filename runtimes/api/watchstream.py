@@ -31,6 +31,7 @@ from runtimes.registry import authorization
 from runtimes.registry.resources import ResourceType
 from runtimes.storage import compaction, store
 from runtimes.watch import hub
+from runtimes.watch.cache import Entry
 from runtimes.watch.guard import Credential, StreamGuard
 
 # A plan made with the caller's credentials carries a `StreamGuard` (`runtimes.watch.guard`): the
@@ -187,14 +188,18 @@ class Encoder:
             return {"type": type_, "object": obj}
         return {"type": type_, "object": self._table(obj, self.include)}
 
-    def initial(self, item: Obj | str) -> Obj | orjson.Fragment:
-        """An initial ADDED event; `item` may be the object as stored (JSON text)."""
-        if isinstance(item, str):
-            if self.version is None and self.metadata_version is None:
-                return orjson.Fragment(_ADDED + item.encode() + b"}")
-            item = orjson.loads(item)
-        assert not isinstance(item, str)
-        return self.event("ADDED", item)
+    def initial(self, item: Obj | str | Entry) -> Obj | orjson.Fragment:
+        """An initial ADDED event; `item` may be the object as stored (JSON text) or its watch
+        cache entry (whose PartialObjectMetadata is kept for its revision)."""
+        if isinstance(item, Entry) and self.metadata_version is not None:
+            partial = tables.encoded_partials(self.rt, [item], self.metadata_version)[0]
+            return orjson.Fragment(_ADDED + partial + b"}")
+        text = item.raw if isinstance(item, Entry) else item
+        if not isinstance(text, str):
+            return self.event("ADDED", text)
+        if self.version is None and self.metadata_version is None:
+            return orjson.Fragment(_ADDED + text.encode() + b"}")
+        return self.event("ADDED", orjson.loads(text))
 
     def change(self, type_: str, obj: Obj, event: hub.HubEvent) -> Obj | orjson.Fragment:
         """The watch event for a change, serialised once per event and rendering for all its

@@ -101,6 +101,7 @@ EVENTS = register(
         selectable_fields=event_schema.SELECTABLE_FIELDS,
         columns=event.COLUMNS,
         name_and_age_columns=False,
+        dated_cells=True,
     )
 )
 
@@ -122,6 +123,7 @@ EVENTS_V1 = register(
         store_backed=False,
         columns=event.COLUMNS,
         name_and_age_columns=False,
+        dated_cells=True,
     )
 )
 

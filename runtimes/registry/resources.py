@@ -53,6 +53,9 @@ class ResourceType:
     # Whether Tables frame `columns` with Name first and Age last (custom resources' printer);
     # False for kinds whose columns are kube's own complete set (core/v1 Events).
     name_and_age_columns: bool = True
+    # Whether a cell depends on when it is printed (core Events' Last Seen), beyond the Age
+    # column: then a row's cells are made at each answer, never kept with the object.
+    dated_cells: bool = False
     # Whether the store keeps its objects, so the generic collection and item routes serve
     # it; False for a kind with views of its own (Namespaces are the accounts' projects).
     store_backed: bool = True

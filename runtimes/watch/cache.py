@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import orjson
 
@@ -56,6 +57,9 @@ class Entry:
     labels: Mapping[str, str]
     fields: Mapping[str, str]  # the kind's selectable field values
     uid_hash: int  # FNV-1a of metadata.uid, which shard selectors (KEP-5866) range over
+    # Encodings made from this revision of the object (a Table row's cells, its
+    # PartialObjectMetadata), kept for the next answer: `runtimes.api.tables` fills it.
+    memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def parsed(self) -> Obj:
         obj: Obj = orjson.loads(self.raw)
@@ -181,11 +185,12 @@ class CachedSnapshot:
     last: Key | None
     index: str = ""  # "label" or "field" when that index chose `keys`
 
-    def stored(self, keys: Iterable[Key]) -> list[str]:
-        return [self.entries[k].raw for k in keys if k in self.entries]
+    def stored(self, keys: Iterable[Key]) -> list[Entry]:
+        """The entries themselves: their text, and the encodings kept with them."""
+        return [self.entries[k] for k in keys if k in self.entries]
 
     def bodies(self, keys: Iterable[Key]) -> list[Obj]:
-        return [orjson.loads(raw) for raw in self.stored(keys)]
+        return [entry.parsed() for entry in self.stored(keys)]
 
 
 class WatchCache:
