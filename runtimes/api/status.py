@@ -24,8 +24,13 @@ API_PREFIXES = (
 )
 
 
+_API_ROOTS = frozenset(prefix[1:] for prefix in API_PREFIXES)
+
+
 def is_api_path(path: str) -> bool:
-    return any(path == p or path.startswith(p + "/") for p in API_PREFIXES)
+    """Whether `path` is one of API_PREFIXES or below one (`/apis/...`, not `/apisx`): its
+    first segment, looked up once (every request asks, several times)."""
+    return path.startswith("/") and path[1:].partition("/")[0] in _API_ROOTS
 
 
 def docs_url(request: HttpRequest, reason: str) -> str:
