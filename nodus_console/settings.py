@@ -628,7 +628,8 @@ NODUS_EVENTS_PER_NAMESPACE = declare(
     "NODUS_EVENTS_PER_NAMESPACE",
     int,
     1000,
-    "at most this many Events per project; recording one more deletes the least recently seen",
+    "at most this many Events per project; recording one more deletes the least recently seen "
+    "tenth",
 )
 # API Priority and Fairness (runtimes.api.flowcontrol, which says why these values): the seats
 # the priority levels share, a list's width in seats, each fair queue's length and the longest

@@ -31,7 +31,8 @@ from runtimes.storage import store
 # renewed for ``NODUS_EVENTS_TTL_SECONDS`` (3600) is deleted by `expire` (the loop calls it every
 # minute, and a record that finds its namespace full sweeps it), and a namespace never holds
 # more than ``NODUS_EVENTS_PER_NAMESPACE`` (1000): recording one more deletes the least recently
-# seen.
+# seen tenth of them, so the namespace is read and parsed once per tenth of the cap recorded, not
+# once per event (at 1,000 that was every create's reconcile, once the project was full).
 
 log = logging.getLogger("nodus.controller")
 
@@ -200,13 +201,15 @@ class EventRecorder:
         return store.mutate(EVENTS, namespace, name, repeat).object
 
     def _make_room(self, namespace: str, keep: str) -> None:
-        """At the cap, deletes the namespace's expired events and then the least recently seen.
+        """At the cap, deletes the namespace's expired events and then the least recently seen,
+        down to nine tenths of the cap (at least one below it).
 
         Below the cap this is one indexed count: reading and parsing every event of the
         namespace for each one recorded made a burst of reconciles cost the square of the
         namespace's events. Expired events below the cap wait for `expire` (every minute)."""
         if store.count(EVENTS, namespace) < self.per_namespace:
             return
+        room = max(1, self.per_namespace // 10)
         events, _revision = store.list_objects(EVENTS, namespace)
         cutoff = self.now() - self.ttl
         alive: list[tuple[datetime, str]] = []
@@ -218,7 +221,7 @@ class EventRecorder:
             elif name != keep:
                 alive.append((seen, name))
         alive.sort()
-        for _seen, name in alive[: max(0, len(alive) - self.per_namespace + 1)]:
+        for _seen, name in alive[: max(0, len(alive) - self.per_namespace + room)]:
             self._delete(namespace, name)
 
     def expire(self) -> int:

@@ -136,6 +136,33 @@ def test_it_keeps_at_most_the_cap_per_namespace(world: World) -> None:
     assert len(events_about("nodus", "quiet")) == 1  # another namespace is not touched
 
 
+def test_a_record_at_the_cap_makes_room_for_a_tenth_of_it(world: World) -> None:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    runtime = create_runtime("demo", "chatty", f"{LAYOUT_REGISTRY}/x@sha256:{'ab' * 32}")
+    clock = Clock()
+    recorder = EventRecorder(now=clock, per_namespace=30)
+    for n in range(30):
+        clock.now += timedelta(seconds=1)
+        recorder.record(runtime, "Warning", "ImageNotFound", f"attempt {n:02d}")
+    assert len(events_about("demo", "chatty")) == 30
+
+    clock.now += timedelta(seconds=1)
+    recorder.record(runtime, "Warning", "ImageNotFound", "attempt 30")
+    messages = sorted(e["message"] for e in events_about("demo", "chatty"))
+    # The three least recently seen went at once; the new one was kept.
+    assert messages == [f"attempt {n:02d}" for n in range(3, 31)]
+    with CaptureQueriesContext(connection) as queries:
+        for n in (31, 32):
+            clock.now += timedelta(seconds=1)
+            recorder.record(runtime, "Warning", "ImageNotFound", f"attempt {n}")
+    # Below the cap again: the next records count the namespace and read no other event.
+    bodies = [q["sql"] for q in queries if q["sql"].startswith("SELECT") and "body" in q["sql"]]
+    assert all("name = " in sql for sql in bodies), bodies
+    assert len(events_about("demo", "chatty")) == 30
+
+
 def test_a_record_below_the_cap_reads_no_other_event(world: World) -> None:
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
