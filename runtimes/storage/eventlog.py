@@ -23,20 +23,53 @@ from runtimes.storage.models import Event, RevisionCounter
 LOG_BATCH = 1_000
 
 
-@dataclass(frozen=True)
+@dataclass
 class HubEvent:
+    """One change as the hub holds it: the stored text of the object after it (and before), and
+    each parsed while the event is recent.
+
+    Watchers and the cache read the newest events, and read them parsed; the ring keeps
+    thousands more for resuming watches and old continue tokens. The hub `release`s an event's
+    parsed objects once newer ones have pushed it down the ring (a parsed 4 KB runtime is
+    about 22 KB of dicts); `object`/`previous` parse the text again for the first reader that
+    asks after that (a watcher catching up), and its parse serves the others until the hub
+    releases it again.
+    """
+
     revision: int
     resource: str
     namespace: str
     name: str
     type: str  # ADDED | MODIFIED | DELETED
-    object: Obj  # after the write; the last state (with the deletion's revision) for DELETED
-    previous: Obj | None  # before the write; None for ADDED
+    # After the write; the last state (with the deletion's revision) for DELETED.
+    parsed_object: Obj | None
+    parsed_previous: Obj | None  # before the write; None for ADDED (or released)
     body: str = ""  # `object` as stored (JSON text), when read from the log
     prev_body: str = ""  # `previous` as stored
     # What watchers' encoders made of this event, by media type: serialised once, whatever
     # the number of watchers (kube's cachingObject). Filled by the API layer.
     encoded: dict[Any, bytes] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def object(self) -> Obj:
+        obj = self.parsed_object
+        if obj is None:
+            obj = self.parsed_object = orjson.loads(self.body)
+        return obj
+
+    @property
+    def previous(self) -> Obj | None:
+        before = self.parsed_previous
+        if before is None and self.prev_body:
+            before = self.parsed_previous = orjson.loads(self.prev_body)
+        return before
+
+    def release(self) -> None:
+        """Drops the parsed objects that the stored text can give back."""
+        if self.body:
+            self.parsed_object = None
+        if self.prev_body:
+            self.parsed_previous = None
 
 
 class TooOld(Exception):

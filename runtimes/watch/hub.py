@@ -71,6 +71,9 @@ __all__ = [
 
 POLL_SECONDS = 1.0
 PULL_BATCH = 1_000
+# The newest events keep their objects parsed for the watchers delivering them; older ones in
+# the ring keep only the stored text (HubEvent.release), parsed again for a watcher catching up.
+HOT_EVENTS = 256
 
 
 class TooSlow(Exception):
@@ -151,12 +154,16 @@ class Hub:
         )
 
     def _append(self, new: list[HubEvent]) -> None:
-        """Adds events that follow `last` to the ring and the cache (under `_lock`)."""
+        """Adds events that follow `last` to the ring and the cache (under `_lock`); the events
+        this pushes below the newest HOT_EVENTS give up their parsed objects."""
         self._revisions += [e.revision for e in new]
         self._events += new
         self.last = new[-1].revision
         if self.with_cache:
             self.cache.apply(new)
+        cooled = len(self._events) - HOT_EVENTS
+        for event in self._events[max(0, cooled - len(new)) : max(0, cooled)]:
+            event.release()
         self._trim()
         self._wake_waiters()
 
@@ -257,6 +264,9 @@ class Hub:
             self.ring_from = self._revisions[excess - 1]
             del self._revisions[:excess]
             del self._events[:excess]
+            # What catching-up watchers parsed again below the hot events goes too.
+            for event in self._events[: max(0, len(self._events) - HOT_EVENTS)]:
+                event.release()
 
     def _reset(self, current: int) -> None:
         with self._lock:

@@ -292,3 +292,26 @@ def test_a_commit_in_this_process_reaches_the_cache_at_commit_and_the_pull_adds_
     made.pull()
     follower = made.follow(start, rt.key)
     assert revisions(follower.next_batch(0)) == [revision, touched, late]
+
+
+@pytest.mark.django_db
+def test_events_below_the_hot_ones_keep_only_their_text_and_read_the_same(
+    rt: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(hub, "HOT_EVENTS", 3)
+    store.create(rt, "demo", runtime_manifest("a"))
+    made = fresh_hub()
+    written = [touch(rt, "a", str(i)) for i in range(6)]
+    made.pull()
+    seen = made.follow(made.ring_from, rt.key).next_batch(0)
+    assert revisions(seen) == written
+    cold, hot = seen[:3], seen[3:]
+    assert all(e.parsed_object is None and e.parsed_previous is None for e in cold)
+    assert all(e.parsed_object is not None and e.parsed_previous is not None for e in hot)
+    # A released event reads as it was: parsed again from its text, once for every reader.
+    first = cold[1]
+    assert first.object["metadata"]["annotations"]["v"] == "1"
+    assert first.object["metadata"]["resourceVersion"] == str(written[1])
+    assert first.previous is not None
+    assert first.previous["metadata"]["annotations"]["v"] == "0"
+    assert first.object is first.object
