@@ -45,9 +45,9 @@ _ADDED = b'{"type":"ADDED","object":'
 BOOKMARK_SECONDS = 60.0
 # Without timeoutSeconds kube ends a watch after a random 30-60 minutes, spreading re-watches.
 DEFAULT_TIMEOUT = (1800.0, 3600.0)
-# Let other requests run after this many initial events in a row.
+# Let other requests run after this many initial events in a row (one chunk of the stream).
 FAIRNESS_EVERY = 100
-# ... and after this many changes in a row.
+# ... and after this many changes in a row (one chunk).
 FAIRNESS_EVERY_CHANGE = 16
 
 
@@ -270,19 +270,29 @@ def too_slow(limit: int) -> errors.ApiError:
 
 
 async def watch_events(plan: WatchPlan) -> AsyncIterator[Obj | orjson.Fragment]:
-    """The events of one watch, until it times out, the client goes or it cannot go on."""
+    """The events of one watch, one at a time (a websocket sends each as its own frame)."""
+    async for chunk in watch_chunks(plan):
+        for event in chunk:
+            yield event
+
+
+async def watch_chunks(plan: WatchPlan) -> AsyncIterator[list[Obj | orjson.Fragment]]:
+    """The events of one watch, until it times out, the client goes or it cannot go on, in
+    chunks of the events at hand: a watcher that fell behind (a burst of writes, a busy loop)
+    gets its backlog written as a few chunks, not an event at a time, so the cost of each
+    write to the stream is shared by the events in it, and the further behind, the cheaper
+    each event. The loop runs other work after each chunk."""
     encoder = Encoder(plan)
     if plan.too_old is not None:
-        yield encoder.error(plan.too_old)
+        yield [encoder.error(plan.too_old)]
         return
     loop = asyncio.get_running_loop()
     deadline = loop.time() + plan.timeout
-    for index, item in enumerate(plan.initial, 1):
-        yield encoder.initial(item)
-        if index % FAIRNESS_EVERY == 0:
-            await asyncio.sleep(0)
+    for start in range(0, len(plan.initial), FAIRNESS_EVERY):
+        yield [encoder.initial(item) for item in plan.initial[start : start + FAIRNESS_EVERY]]
+        await asyncio.sleep(0)
     if plan.initial_end_bookmark:
-        yield encoder.bookmark(plan.start_after, initial_end=True)
+        yield [encoder.bookmark(plan.start_after, initial_end=True)]
     selection = plan.opts.selection
     bookmarks = plan.opts.allow_bookmarks
     every = float(settings.NODUS_WATCH_BOOKMARK_SECONDS)
@@ -295,7 +305,7 @@ async def watch_events(plan: WatchPlan) -> AsyncIterator[Obj | orjson.Fragment]:
             now = loop.time()
             if now >= deadline:
                 if bookmarks:
-                    yield encoder.bookmark(changes.cursor)
+                    yield [encoder.bookmark(changes.cursor)]
                 return
             wait = deadline - now
             if bookmarks:
@@ -305,30 +315,34 @@ async def watch_events(plan: WatchPlan) -> AsyncIterator[Obj | orjson.Fragment]:
             try:
                 batch = await changes.next_batch(wait)
             except hub.TooOld as exc:
-                yield encoder.error(compaction.too_old(exc.revision, exc.oldest))
+                yield [encoder.error(compaction.too_old(exc.revision, exc.oldest))]
                 return
             except hub.TooSlow:
-                yield encoder.error(too_slow(changes.hub.ring_size))
+                yield [encoder.error(too_slow(changes.hub.ring_size))]
                 return
-            sent = 0
+            chunk: list[Obj | orjson.Fragment] = []
             for event in batch:
                 result = typed(event, selection)
-                if result is not None:
-                    yield encoder.change(*result, event)
-                    sent += 1
-                    if sent % FAIRNESS_EVERY_CHANGE == 0:
-                        # A batch can hold hundreds of this watcher's events (all that came while
-                        # the loop was busy): let the loop send some of them to the socket before
-                        # writing more, or the connection's buffer only grows.
-                        await asyncio.sleep(0)
+                if result is None:
+                    continue
+                chunk.append(encoder.change(*result, event))
+                if len(chunk) == FAIRNESS_EVERY_CHANGE:
+                    # A batch can hold hundreds of this watcher's events (all that came while
+                    # the loop was busy): let the loop send some of them to the socket before
+                    # writing more, or the connection's buffer only grows.
+                    yield chunk
+                    chunk = []
+                    await asyncio.sleep(0)
+            if chunk:
+                yield chunk
             if batch:
                 # Daphne's send never suspends, so a watcher with a steady supply of events
                 # would otherwise keep the event loop to itself.
                 await asyncio.sleep(0)
             if guard is not None and (revoked := await guard.verdict()) is not None:
-                yield encoder.error(revoked)
+                yield [encoder.error(revoked)]
                 return
             now = loop.time()
             if bookmarks and next_bookmark <= now < deadline:  # at the deadline: the last one
-                yield encoder.bookmark(changes.cursor)
+                yield [encoder.bookmark(changes.cursor)]
                 next_bookmark = loop.time() + every

@@ -9,9 +9,10 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import orjson
 import pytest
 
-from runtimes.api import watchstream
+from runtimes.api import watch, watchstream
 from runtimes.api.listoptions import ListOptions, selection
 from runtimes.registry.kinds import lookup
 from runtimes.watch import hub as hub_module
@@ -119,3 +120,25 @@ def test_a_change_is_encoded_once_for_every_watcher_of_one_rendering(
         later = HubEvent(8, RT.key, "demo", "a", "MODIFIED", obj("a", 8), obj("a", 7))
         shown = orjson.loads(orjson.dumps(watchers[0].change("MODIFIED", later.object, later)))
         assert shown["object"]["columnDefinitions"] is None
+
+
+async def test_a_backlog_goes_out_in_chunks_of_the_events_at_hand(quiet_hub: Hub) -> None:
+    # 40 changes came while this watcher was away: they are written as a few chunks (a write
+    # each), never more than FAIRNESS_EVERY_CHANGE events before the loop runs other work.
+    quiet_hub.ring_size = 100
+    with quiet_hub._lock:
+        quiet_hub._append(
+            [HubEvent(6 + i, RT.key, "demo", f"r{i:02d}", "ADDED", obj(f"r{i:02d}", 6 + i), None)
+             for i in range(40)]
+        )  # fmt: skip
+    plan = watchstream.WatchPlan(RT, "demo", ListOptions(timeout_seconds=1), 5)
+    chunks = [chunk async for chunk in watchstream.watch_chunks(plan)]
+    assert [len(chunk) for chunk in chunks] == [16, 16, 8]
+    names = [orjson.loads(orjson.dumps(e))["object"]["metadata"]["name"] for c in chunks for e in c]
+    assert names == [f"r{i:02d}" for i in range(40)]
+    # On the HTTP stream each chunk is one write of newline-delimited events, as kube's.
+    plan = watchstream.WatchPlan(RT, "demo", ListOptions(timeout_seconds=1), 5)
+    writes = [w async for w in watch._lines(plan)]
+    assert writes[0] == b""  # the headers, flushed
+    assert [w.count(b"\n") for w in writes[1:]] == [16, 16, 8]
+    assert all(w.endswith(b"\n") for w in writes[1:])

@@ -124,10 +124,10 @@ async def test_it_counts_a_watch_while_its_stream_is_open(monkeypatch: pytest.Mo
     from runtimes.api import watch
 
     async def one_event_then_wait(_plan: Any) -> Any:
-        yield {"type": "ADDED", "object": {}}
+        yield [{"type": "ADDED", "object": {}}]
         await asyncio.Event().wait()  # a quiet watch: nothing more to say
 
-    monkeypatch.setattr(watch, "watch_events", one_event_then_wait)
+    monkeypatch.setattr(watch, "watch_chunks", one_event_then_wait)
     gauge = metrics.OPEN_WATCHES.labels("WATCH", "trainingruntimes")
     before = gauge._value.get()
     plan = SimpleNamespace(rt=SimpleNamespace(plural="trainingruntimes"))
