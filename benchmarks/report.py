@@ -864,7 +864,7 @@ def _phase_at(run: Run, at: float) -> str:
 def server_log(run: Run) -> str:
     """What the workers logged at WARNING and above, counted, and in which phases."""
     if not run.logged:
-        return "The server logged no warning or error."
+        return "The server logged no warning or error"
     by: dict[str, list[float]] = {}
     for at, what in run.logged:
         by.setdefault(what, []).append(at)
