@@ -9,6 +9,7 @@ Only the Age cell is made at each answer; a kind whose cells depend on the time 
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
@@ -18,6 +19,7 @@ from runtimes.api import metrics
 from runtimes.apimachinery.durations import human_age
 from runtimes.apimachinery.meta import Obj
 from runtimes.registry.resources import ResourceType
+from runtimes.storage import store
 from runtimes.watch.cache import Entry
 
 # An item to print: a cache entry (its encodings kept), stored JSON text, or an object.
@@ -131,8 +133,7 @@ class _Made:
 
     def __init__(self, rt: ResourceType) -> None:
         self.resource = rt.plural
-        self.counts = {("row", True): 0, ("row", False): 0}
-        self.counts.update({("metadata", True): 0, ("metadata", False): 0})
+        self.counts: Counter[tuple[str, bool]] = Counter()  # (form, reused)
 
     def report(self) -> None:
         for form in ("row", "metadata"):
@@ -178,10 +179,7 @@ def _encoded_row(rt: ResourceType, item: Item, version: str, include: str, made:
 def _parsed(item: Item) -> Obj:
     if isinstance(item, Entry):
         return item.parsed()
-    if isinstance(item, str):
-        obj: Obj = orjson.loads(item)
-        return obj
-    return item
+    return store.loads(item) if isinstance(item, str) else item
 
 
 def _text(item: Item) -> bytes:

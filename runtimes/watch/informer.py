@@ -14,7 +14,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import orjson
 from django.db import connection
 
 from runtimes.apimachinery.meta import Obj
@@ -142,7 +141,7 @@ class Informer:
     def get(self, key: Key) -> Obj | None:
         """The cached object, as of `last_sync_revision` (a copy of its own)."""
         text = self._cache.get(key)
-        return None if text is None else _parsed(text)
+        return None if text is None else store.loads(text)
 
     def keys(self) -> builtins.list[Key]:
         return sorted(self._cache)
@@ -213,21 +212,21 @@ class Informer:
         known, self._cache = self._cache, {}
         for obj in objects:
             key = key_of(obj)
-            self._cache[key] = orjson.dumps(obj).decode()
+            self._cache[key] = store.dumps(obj)
             old = known.pop(key, None)
             if old is None:
                 self._call(self.handlers.on_add, obj)
             else:
-                self._call(self.handlers.on_update, _parsed(old), obj)
+                self._call(self.handlers.on_update, store.loads(old), obj)
         for gone in known.values():  # deleted while we were not watching
-            self._call(self.handlers.on_delete, _parsed(gone))
+            self._call(self.handlers.on_delete, store.loads(gone))
         self._use(self.watch(revision))
         self._schedule_resync()
 
     def resync(self) -> None:
         """Hands every cached object to on_update(obj, obj)."""
         for text in list(self._cache.values()):
-            obj = _parsed(text)
+            obj = store.loads(text)
             self._call(self.handlers.on_update, obj, obj)
         self._schedule_resync()
 
@@ -247,19 +246,14 @@ class Informer:
             self._call(self.handlers.on_delete, event.object)
             return
         old = self._cache.get(key)
-        self._cache[key] = event.body or orjson.dumps(event.object).decode()
+        self._cache[key] = event.body or store.dumps(event.object)
         if old is None:
             self._call(self.handlers.on_add, event.object)
         else:
-            self._call(self.handlers.on_update, _parsed(old), event.object)
+            self._call(self.handlers.on_update, store.loads(old), event.object)
 
     def _call(self, handler: Callable[..., None], *objects: Obj) -> None:
         try:
             handler(*objects)
         except Exception:  # one handler's bug must not stop the stream for the others
             log.exception("informer %s: a handler failed", self.kind.key)
-
-
-def _parsed(text: str) -> Obj:
-    obj: Obj = orjson.loads(text)
-    return obj
