@@ -9,11 +9,13 @@ each test knows exactly which answers did the work. What is reused must read as 
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
 from runtimes.api import tables
+from runtimes.apimachinery.durations import human_age
 from runtimes.registry.kinds import lookup
 from runtimes.storage import store
 from tests.api.test_metrics import scrape
@@ -58,6 +60,12 @@ def printed() -> dict[tuple[str, bool], float]:
     }
 
 
+def undated(table: dict[str, Any]) -> dict[str, Any]:
+    """The Table with each row's Age cell (the last) blanked: it moves with the clock."""
+    rows = [{**row, "cells": [*row["cells"][:-1], None]} for row in table["rows"]]
+    return {**table, "rows": rows}
+
+
 def tally(rows_made: int, rows_reused: int, meta_made: int, meta_reused: int) -> dict[Any, float]:
     return {
         ("row", False): rows_made,
@@ -79,14 +87,22 @@ def counted(client: ApiClient, path: str, accept: str) -> tuple[Any, dict[tuple[
 def test_a_second_table_list_reuses_every_row_and_reads_the_same(alice: ApiClient) -> None:
     first, made = counted(alice, DEMO, TABLE)
     assert made == tally(5, 0, 5, 0)
+    asked = datetime.now(UTC)
     second, reused = counted(alice, DEMO, TABLE)
+    answered = datetime.now(UTC)
     assert reused == tally(0, 5, 0, 5)
-    assert second == first
+    assert undated(second) == undated(first)
     # And what was kept reads as the rows printed afresh from the objects themselves.
     rt = lookup("trainingruntimes")
     objects = [store.get(rt, "demo", name) for name in NAMES]
     expected = tables.table(rt, objects, "v1", first["metadata"], "Metadata")
-    assert first == expected
+    assert undated(first) == undated(expected)
+    # Age is never kept: each answer prints it from the creation time, as at that moment.
+    seconds = int((answered - asked).total_seconds()) + 1
+    moments = [asked + timedelta(seconds=n) for n in range(seconds)] + [answered]
+    for row, obj in zip(second["rows"], objects, strict=True):
+        created = obj["metadata"]["creationTimestamp"]
+        assert row["cells"][-1] in {human_age(created, moment) for moment in moments}
 
 
 def test_a_new_revision_is_encoded_again_and_the_rest_reused(alice: ApiClient) -> None:
