@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import threading
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -30,12 +32,46 @@ from django.template.response import SimpleTemplateResponse
 # while the process's other lists were refused 429.
 STREAM_SETUP_THREADS = 4
 
-_executor = ThreadPoolExecutor(
-    max_workers=int(settings.NODUS_VIEW_THREADS), thread_name_prefix="nodus-view"
-)
-_setup_executor = ThreadPoolExecutor(
-    max_workers=STREAM_SETUP_THREADS, thread_name_prefix="nodus-watch-setup"
-)
+
+class _Pool(ThreadPoolExecutor):
+    """A thread pool that starts all its threads at its first task and keeps them.
+
+    `ThreadPoolExecutor` starts a thread whenever a task comes and none of its threads has yet
+    said it is idle, which a thread says only after its last task's caller has been handed the
+    result: one client's requests one after another, each sent as soon as the last was answered,
+    started a new thread now and then until the pool was full. Here the first task fills the pool
+    at once (its threads meet at a barrier), so a request never waits for a thread to start.
+    """
+
+    def __init__(self, threads: int, name: str) -> None:
+        super().__init__(max_workers=threads, thread_name_prefix=name)
+        self._threads_wanted = threads
+        self._filling = threading.Lock()
+        self._filled = False
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+        if not self._filled:
+            self._fill()
+        return super().submit(fn, *args, **kwargs)
+
+    def _fill(self) -> None:
+        with self._filling:
+            if self._filled:
+                return
+            meeting = threading.Barrier(self._threads_wanted)
+            for _ in range(self._threads_wanted):
+                super().submit(_meet, meeting)
+            self._filled = True
+
+
+def _meet(meeting: threading.Barrier) -> None:
+    # A thread that could not start breaks the meeting: the pool still serves with the others.
+    with contextlib.suppress(threading.BrokenBarrierError):
+        meeting.wait(timeout=10)
+
+
+_executor = _Pool(int(settings.NODUS_VIEW_THREADS), "nodus-view")
+_setup_executor = _Pool(STREAM_SETUP_THREADS, "nodus-watch-setup")
 
 
 def _rendered(view: Callable[..., HttpResponseBase], request: HttpRequest, kwargs: Any) -> Any:

@@ -3,6 +3,7 @@ a console page keeps Django's thread per request, which its sync views need."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from typing import Any
 
@@ -49,6 +50,9 @@ async def test_an_api_request_starts_no_thread_of_its_own(
     started = _thread_starts(monkeypatch)
     for _ in range(10):
         assert (await _get(RUNTIMES, token))["status"] == 200
+    # Eight at once need eight of the pool's threads: they were all started with the first.
+    answers = await asyncio.gather(*(_get(RUNTIMES, token) for _ in range(8)))
+    assert [answer["status"] for answer in answers] == [200] * 8
     assert started == []
 
 
