@@ -375,3 +375,43 @@ def test_a_response_with_a_length_is_written_whole_however_slow_the_client(clock
     for _ in range(4 * serving.MAX_UNSENT_BYTES // 65536):
         conn.channel.write(b"x" * 65536)  # no stream in progress: a list's body, in chunks
     assert not conn.closed
+
+
+class _RecordingForm(StatusRequest):
+    """daphne's request as served, but answering 204 with what Twisted made of the body."""
+
+    def process(self) -> None:
+        self.channel.seen = (dict(self.args), self.content.read())  # type: ignore[union-attr]
+        self.setResponseCode(204)
+        self.finish()
+
+
+@pytest.mark.parametrize(
+    ("content_type", "body"),
+    [
+        (b"application/x-www-form-urlencoded", b"a=1&b=2"),
+        (
+            b"multipart/form-data; boundary=X",
+            b'--X\r\nContent-Disposition: form-data; name="a"\r\n\r\n1\r\n--X--\r\n',
+        ),
+    ],
+    ids=["urlencoded", "multipart"],
+)
+def test_a_posted_form_is_left_whole_to_the_application(
+    clock: Clock, content_type: bytes, body: bytes
+) -> None:
+    # Twisted would parse the form into `args` (with the email package's parsers), which daphne
+    # never reads: Django parses the body it is handed. Only the query's arguments are Twisted's.
+    connection = Connection(clock)
+    ignore = staticmethod(lambda request: None)
+    server = type("Server", (), {"protocol_connected": ignore, "protocol_disconnected": ignore})()
+    connection.channel.factory = BoundedHTTPFactory(server=server)
+    connection.channel.requestFactory = _RecordingForm
+    connection.send(
+        b"POST /login?next=x HTTP/1.1\r\nHost: x\r\nContent-Type: "
+        + content_type
+        + b"\r\nContent-Length: %d\r\n\r\n" % len(body)
+        + body
+    )
+    assert connection.written().startswith(b"HTTP/1.1 204 ")
+    assert connection.channel.seen == ({b"next": [b"x"]}, body)  # type: ignore[attr-defined]
