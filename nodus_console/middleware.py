@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from asgiref.sync import markcoroutinefunction, sync_to_async
+from csp.constants import HEADER, HEADER_REPORT_ONLY
 from csp.middleware import CSPMiddleware
 from django.conf import settings
 from django.contrib.messages.middleware import MessageMiddleware
@@ -69,7 +70,28 @@ class Security(InlineForApi):
 
 
 class ContentSecurityPolicy(InlineForApi):
+    """django-csp builds the policy's text anew for every response, for the nonce a page may
+    ask for. An API answer renders no page and asks for no nonce, so its policy is the same
+    text every time: built by django-csp for the first API answer, then copied onto each."""
+
     wrapped = CSPMiddleware
+
+    def __init__(self, get_response: Any) -> None:
+        super().__init__(get_response)
+        self.api_headers: list[tuple[str, str]] | None = None
+
+    async def __call__(self, request: HttpRequest) -> HttpResponseBase:
+        if settings.DEBUG or not is_api_path(request.path) or self.api_headers is None:
+            response = await super().__call__(request)
+            headers = [(h, response[h]) for h in (HEADER, HEADER_REPORT_ONLY) if h in response]
+            if not settings.DEBUG and is_api_path(request.path) and headers:
+                self.api_headers = headers
+            return response
+        response = await self.get_response(request)
+        for header, value in self.api_headers:
+            if header not in response:
+                response[header] = value
+        return response
 
 
 class Sessions(InlineForApi):
