@@ -165,7 +165,7 @@ pytest: pytest-main pytest-postgres pytest-browser
 # drops test_<name>_gwN). Without PostgreSQL it is skipped, except under CI.
 PG_TESTS := tests/api/test_api_list.py tests/api/test_api_list_index.py tests/api/test_api_watch.py \
 	tests/api/test_api_watch_stream.py tests/watch/test_cache.py tests/watch/test_hub.py \
-	tests/watch/test_informer.py
+	tests/watch/test_informer.py tests/storage/test_store_locks.py
 PG_URL := postgres://postgres@127.0.0.1:5432/postgres?test_name=nodus_pytest_$(shell echo $$PPID)
 pytest-postgres: $(TEST_STAMP)
 	@if ! (exec 3<>/dev/tcp/127.0.0.1/5432) 2>/dev/null && [[ -z "$${CI:-}" ]]; then \

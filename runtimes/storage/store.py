@@ -499,9 +499,15 @@ def _for_update() -> str:
 
 
 # A write that meets a lock (SQLite's "database table is locked" or "database is locked" past
-# its busy timeout) is tried again, its transaction rolled back each time; still locked, it is
-# answered 503 with Retry-After, never a 500.
+# its busy timeout, PostgreSQL's lock_timeout) is tried again, its transaction rolled back each
+# time; still locked, it is answered 503 with Retry-After, never a 500.
 LOCK_RETRIES = 6
+
+
+def _locked(error: OperationalError) -> bool:
+    """SQLite's "database is locked" / "database table is locked", or PostgreSQL's
+    lock_not_available (55P03: a lock_timeout ran out)."""
+    return "locked" in str(error) or getattr(error.__cause__, "sqlstate", None) == "55P03"
 
 
 def _commit(
@@ -517,7 +523,7 @@ def _commit(
         try:
             return _commit_once(rt, ns, name, expected, new, gone)
         except OperationalError as error:
-            if "locked" not in str(error):
+            if not _locked(error):
                 raise
             time.sleep(0.02 * 2**attempt)
     raise errors.ApiError(
