@@ -8,10 +8,12 @@ body bytes), `Draining` (clean shutdown: it knows what is in flight) and `FlowCo
 from __future__ import annotations
 
 import os
-from typing import Any
+from collections.abc import Iterator, Sequence
+from typing import Any, TypeVar
 
 import django
 from django.core.handlers.asgi import ASGIHandler
+from django.http import HttpResponse, HttpResponseBase
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "nodus_console.settings")
 django.setup(set_prefix=False)
@@ -23,6 +25,8 @@ from runtimes.api.draining import Draining  # noqa: E402
 from runtimes.api.flowcontrol import FlowControl, is_exempt, is_long_running  # noqa: E402
 from runtimes.api.head import HeadWithoutBody  # noqa: E402
 from runtimes.api.status import is_api_path  # noqa: E402
+
+T = TypeVar("T")
 
 
 class Handler(ASGIHandler):
@@ -44,6 +48,21 @@ class Handler(ASGIHandler):
             await self.handle(scope, receive, send)
             return
         await super().__call__(scope, receive, send)
+
+    @classmethod
+    def chunk_bytes(cls, data: Sequence[T]) -> Iterator[tuple[Sequence[T], bool]]:
+        """A body goes out as one message, not in Django's 64 KiB slices: each slice was a copy,
+        held in the transport's buffer beside the body itself until the client had read it all
+        (a list of 10,000 objects is about 50 MB), and each was a turn of the event loop.
+        Twisted's transport still writes it to the socket as fast as the client reads."""
+        yield data, True
+
+    async def send_response(self, response: HttpResponseBase, send: Any) -> None:
+        await super().send_response(response, send)
+        if isinstance(response, HttpResponse):
+            # The transport holds what is still to be written. The response may sit in a
+            # reference cycle until the collector's next full pass: its body need not.
+            response.content = b""
 
 
 django_asgi = Handler()
