@@ -28,7 +28,7 @@ from runtimes.accounts.throttling import bearer_user
 from runtimes.api import viewpool
 from runtimes.api.objects import CollectionView
 from runtimes.api.requestinfo import kind_for
-from runtimes.api.watchstream import WatchPlan, plan_watch, watch_events
+from runtimes.api.watchstream import WatchPlan, encoded, plan_watch, watch_events
 from runtimes.apimachinery import errors
 from runtimes.watch.guard import Credential
 
@@ -147,8 +147,8 @@ class WatchConsumer(AsyncWebsocketConsumer):
         code = NORMAL_CLOSURE
         try:
             async for event in watch_events(plan):
-                await self.send(text_data=orjson.dumps(event).decode())
-                if isinstance(event, orjson.Fragment):
+                await self.send(text_data=encoded(event).decode())
+                if isinstance(event, bytes):
                     continue  # an object's event, never an ERROR
                 if event["type"] == "ERROR" and event["object"].get("code") in CLOSING_CODES:
                     code = 4000 + int(event["object"]["code"])

@@ -188,20 +188,20 @@ class Encoder:
             return {"type": type_, "object": obj}
         return {"type": type_, "object": self._table(obj, self.include)}
 
-    def initial(self, item: Obj | str | Entry) -> Obj | orjson.Fragment:
+    def initial(self, item: Obj | str | Entry) -> Obj | bytes:
         """An initial ADDED event; `item` may be the object as stored (JSON text) or its watch
         cache entry (whose PartialObjectMetadata is kept for its revision)."""
         if isinstance(item, Entry) and self.metadata_version is not None:
             partial = tables.encoded_partials(self.rt, [item], self.metadata_version)[0]
-            return orjson.Fragment(_ADDED + partial + b"}")
+            return _ADDED + partial + b"}"
         text = item.raw if isinstance(item, Entry) else item
         if not isinstance(text, str):
             return self.event("ADDED", text)
         if self.version is None and self.metadata_version is None:
-            return orjson.Fragment(_ADDED + text.encode() + b"}")
+            return _ADDED + text.encode() + b"}"
         return self.event("ADDED", orjson.loads(text))
 
-    def change(self, type_: str, obj: Obj, event: hub.HubEvent) -> Obj | orjson.Fragment:
+    def change(self, type_: str, obj: Obj, event: hub.HubEvent) -> Obj | bytes:
         """The watch event for a change, serialised once per event and rendering for all its
         watchers (kube's cachingObject): plain JSON from the stored text when there is one,
         metadata only, or a one-row Table (per age shown and whether it carries the columns)."""
@@ -217,7 +217,7 @@ class Encoder:
                 encoded = orjson.dumps(self.event(type_, obj))
             event.encoded[key] = encoded
         self.columns_sent = self.columns_sent or self.version is not None
-        return orjson.Fragment(encoded)
+        return encoded
 
     def _rendering_key(self, type_: str, obj: Obj) -> Any:
         if self.metadata_version is not None:
@@ -269,14 +269,20 @@ def too_slow(limit: int) -> errors.ApiError:
     )
 
 
-async def watch_events(plan: WatchPlan) -> AsyncIterator[Obj | orjson.Fragment]:
+def encoded(event: Obj | bytes) -> bytes:
+    """A watch event as JSON. The events of objects come already encoded (bytes), their
+    encoding shared by every watcher of one rendering, and are written out as they are."""
+    return event if isinstance(event, bytes) else orjson.dumps(event)
+
+
+async def watch_events(plan: WatchPlan) -> AsyncIterator[Obj | bytes]:
     """The events of one watch, one at a time (a websocket sends each as its own frame)."""
     async for chunk in watch_chunks(plan):
         for event in chunk:
             yield event
 
 
-async def watch_chunks(plan: WatchPlan) -> AsyncIterator[list[Obj | orjson.Fragment]]:
+async def watch_chunks(plan: WatchPlan) -> AsyncIterator[list[Obj | bytes]]:
     """The events of one watch, until it times out, the client goes or it cannot go on, in
     chunks of the events at hand: a watcher that fell behind (a burst of writes, a busy loop)
     gets its backlog written as a few chunks, not an event at a time, so the cost of each
@@ -320,7 +326,7 @@ async def watch_chunks(plan: WatchPlan) -> AsyncIterator[list[Obj | orjson.Fragm
             except hub.TooSlow:
                 yield [encoder.error(too_slow(changes.hub.ring_size))]
                 return
-            chunk: list[Obj | orjson.Fragment] = []
+            chunk: list[Obj | bytes] = []
             for event in batch:
                 result = typed(event, selection)
                 if result is None:
