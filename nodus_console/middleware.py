@@ -81,10 +81,12 @@ class ContentSecurityPolicy(InlineForApi):
         self.api_headers: list[tuple[str, str]] | None = None
 
     async def __call__(self, request: HttpRequest) -> HttpResponseBase:
-        if settings.DEBUG or not is_api_path(request.path) or self.api_headers is None:
+        if settings.DEBUG or not is_api_path(request.path):
+            return await super().__call__(request)
+        if self.api_headers is None:
             response = await super().__call__(request)
             headers = [(h, response[h]) for h in (HEADER, HEADER_REPORT_ONLY) if h in response]
-            if not settings.DEBUG and is_api_path(request.path) and headers:
+            if headers:
                 self.api_headers = headers
             return response
         response = await self.get_response(request)
