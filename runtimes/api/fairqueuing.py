@@ -237,3 +237,54 @@ class Dispatcher:
         else:
             self._hands.move_to_end(key)
         return hand
+
+
+MAX_RETRY_AFTER = 32  # seconds: kube's bound on the Retry-After it suggests
+
+
+@dataclass
+class _Drops:
+    retry_after: int = 1
+    second: int = 0  # the second being counted, and its drops so far
+    count: int = 0
+    history: collections.deque[tuple[int, int]] = field(default_factory=collections.deque)
+    raised_at: int = 0  # when retry_after last doubled
+
+
+class RetryAfter:
+    """The Retry-After a priority level suggests with each refusal, adjusted as kube-apiserver's
+    dropped-requests tracker adjusts it (TCP's congestion control, in seconds): at each new
+    second with a refusal, the refusals of the last `retry_after` seconds are counted; at least
+    three per second of it doubles it (at most once per `retry_after` seconds, up to 32), fewer
+    than one per second takes a second off. So a flood of refused retries spreads itself out,
+    while a single refusal still says 1."""
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self.clock = clock
+        self.levels: dict[str, _Drops] = {}
+
+    def seconds(self, level: str) -> int:
+        """What the level's next refusal says."""
+        drops = self.levels.get(level)
+        return drops.retry_after if drops else 1
+
+    def dropped(self, level: str) -> int:
+        """Counts a refusal at the level; returns the Retry-After it is answered with."""
+        drops = self.levels.setdefault(level, _Drops())
+        now = int(self.clock())
+        if now == drops.second:
+            drops.count += 1
+            return drops.retry_after
+        if drops.count:
+            drops.history.append((drops.second, drops.count))
+        drops.second, drops.count = now, 1
+        keep = min(2 * drops.retry_after, MAX_RETRY_AFTER)
+        while drops.history and now - drops.history[0][0] > keep:
+            drops.history.popleft()
+        recent = sum(n for second, n in drops.history if now - second <= drops.retry_after)
+        if now - drops.raised_at >= drops.retry_after and recent >= 3 * drops.retry_after:
+            drops.retry_after = min(2 * drops.retry_after, MAX_RETRY_AFTER)
+            drops.raised_at = now
+        elif recent < drops.retry_after and drops.retry_after > 1:
+            drops.retry_after -= 1
+        return drops.retry_after

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import time
 import uuid
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ from runtimes.api.fairqueuing import (
     Dispatcher,
     Level,
     Refused,
+    RetryAfter,
     Ticket,
 )
 from runtimes.apimachinery.errors import ApiError
@@ -54,6 +56,8 @@ from runtimes.apimachinery.errors import ApiError
 # Queues: 64 per level, a flow dealt 6 of them (shuffle sharding), at most
 # NODUS_FLOW_QUEUE_LENGTH (16) waiting in each (kube's 50 would let one flow park 300), and
 # a wait of at most NODUS_FLOW_QUEUE_SECONDS (15: kube's, a quarter of its 60 s request timeout).
+# A refusal's Retry-After is the level's, as kube's dropped-requests tracker sets it: 1 s, doubled
+# (up to 32) while refusals keep coming, so the refused do not all come back at once.
 # An open watch holds no seat once it streams: it costs memory, bounded per watch by the
 # listeners' unsent-bytes cut (`serving`) and in all by NODUS_MAX_WATCHES_INFLIGHT (1,000).
 # Static files are exempt (served from memory).
@@ -67,7 +71,6 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 LIST, WATCH, OTHER = "list", "watch", "other"
-RETRY_AFTER_SECONDS = 1  # kube-apiserver's answer to a rejected request
 EXEMPT_PATHS = ("/healthz", "/livez", "/readyz")
 EXEMPT_PREFIXES = ("/static/",)
 TOKEN_PROTOCOL = "base64url.bearer.authorization.k8s.io."
@@ -252,12 +255,12 @@ def _decode_protocol_token(encoded: str) -> str:
         return ""
 
 
-def too_many_requests(why: str) -> ApiError:
+def too_many_requests(why: str, retry_after: int) -> ApiError:
     return ApiError(
         "TooManyRequests",
         "Too many requests, please try again later.",
-        retry_after=RETRY_AFTER_SECONDS,
-        fix=f"The server is at its limit ({why}). Retry after {RETRY_AFTER_SECONDS} s (kubectl "
+        retry_after=retry_after,
+        fix=f"The server is at its limit ({why}). Retry after {retry_after} s (kubectl "
         "and client-go do), and send fewer requests at once: wait for one list before the next.",
     )
 
@@ -273,12 +276,19 @@ def status_bytes(scope: Scope, error: ApiError, request_id: str) -> bytes:
 
 
 class FlowControl:
-    """The ASGI middleware: ``FlowControl(app)``; limits from settings unless given."""
+    """The ASGI middleware: ``FlowControl(app)``; limits from settings unless given, and the
+    clock its Retry-After counts seconds by."""
 
-    def __init__(self, app: ASGIApp, limits: Limits | None = None) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        limits: Limits | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.app = app
         self.limits = limits or Limits.from_settings()
         self.dispatcher = self.limits.dispatcher()
+        self.retry_after = RetryAfter(clock)
         self.watches = 0
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -349,7 +359,7 @@ class FlowControl:
             flow.level,
             request_id,
         )
-        error = too_many_requests(why)
+        error = too_many_requests(why, self.retry_after.dropped(flow.level))
         await answer_status(scope, receive, send, error, request_id, _flow_headers(flow))
 
 

@@ -11,6 +11,7 @@ from runtimes.api.fairqueuing import (
     Dispatcher,
     Level,
     Refused,
+    RetryAfter,
     Ticket,
 )
 
@@ -116,3 +117,52 @@ def test_a_cancelled_waiter_leaves_its_queue_and_seats_stay_counted_right() -> N
         return d.waiting(GLOBAL_DEFAULT) + d.in_use(GLOBAL_DEFAULT)
 
     assert asyncio.run(scenario()) == 0
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 5000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def refuse(tracker: RetryAfter, clock: Clock, second: float, times: int) -> list[int]:
+    clock.now = second
+    return [tracker.dropped(GLOBAL_DEFAULT) for _ in range(times)]
+
+
+def test_retry_after_starts_at_a_second_and_doubles_while_refusals_keep_coming() -> None:
+    clock = Clock()
+    tracker = RetryAfter(clock)
+    assert tracker.seconds(GLOBAL_DEFAULT) == 1
+    assert refuse(tracker, clock, 100, 5) == [1] * 5  # judged when the next second starts
+    assert refuse(tracker, clock, 101, 1) == [2]  # 5 in the last second: at least 3 x 1
+    # Doubled at 101, it may not double again before 103, however many are refused.
+    assert refuse(tracker, clock, 101.5, 50) == [2] * 50
+    assert refuse(tracker, clock, 102, 1) == [2]
+    assert refuse(tracker, clock, 103, 1) == [4]  # 51 + 1 in the last 2 s: at least 3 x 2
+    assert tracker.seconds(GLOBAL_DEFAULT) == 4
+    assert tracker.seconds(WORKLOAD_HIGH) == 1  # each level keeps its own
+
+
+def test_retry_after_stays_at_32_seconds_under_a_flood() -> None:
+    clock = Clock()
+    tracker = RetryAfter(clock)
+    seen = [refuse(tracker, clock, second, 200)[-1] for second in range(200, 400)]
+    assert max(seen) == 32
+    assert seen[-1] == 32
+    assert sorted(set(seen)) == [1, 2, 4, 8, 16, 32]
+
+
+def test_retry_after_takes_a_second_off_once_refusals_are_rare() -> None:
+    clock = Clock()
+    tracker = RetryAfter(clock)
+    for second in range(10, 20):
+        refuse(tracker, clock, second, 100)
+    assert tracker.seconds(GLOBAL_DEFAULT) == 8
+    # Long after the flood, a second with a refusal and fewer than one a second before it
+    # lowers it by one.
+    assert [refuse(tracker, clock, 1000 + 10 * i, 1)[0] for i in range(9)] == [
+        7, 6, 5, 4, 3, 2, 1, 1, 1
+    ]  # fmt: skip

@@ -209,6 +209,46 @@ def test_a_burst_past_its_queues_is_refused_with_retry_after_and_a_status() -> N
     assert status["requestId"] == headers[b"x-request-id"].decode()
 
 
+def test_refusals_that_keep_coming_are_told_to_wait_longer() -> None:
+    """kube's dropped-requests tracker: a level's refusals in one second are judged at its
+    next refusal in a later second; three or more per second of the current Retry-After
+    double it, so clients refused together do not all come back together."""
+    now = [1000.0]
+
+    async def burst(app: FlowControl, gate: Gate) -> list[int]:
+        gate.open.clear()
+        tasks = [
+            asyncio.create_task(
+                call(app, http(COLLECTION, method="POST", authorization="Bearer g"))
+            )
+            for _ in range(20)
+        ]
+        await asyncio.sleep(0.05)
+        gate.open.set()
+        answers = await asyncio.gather(*tasks)
+        waits = []
+        for start, body in (a for a in answers if a[0]["status"] == 429):
+            seconds = int(dict(start["headers"])[b"retry-after"])
+            assert orjson.loads(body["body"])["details"]["retryAfterSeconds"] == seconds
+            waits.append(seconds)
+        return waits
+
+    async def scenario() -> list[list[int]]:
+        gate = Gate()
+        app = FlowControl(gate, small(seats=2, queue_length=1), clock=lambda: now[0])
+        first = await burst(app, gate)
+        now[0] += 1  # the next second: the first one's refusals count
+        second = await burst(app, gate)
+        now[0] += 60  # a quiet minute: a refusal then takes a second off
+        third = await burst(app, gate)
+        return [first, second, third]
+
+    first, second, third = asyncio.run(scenario())
+    assert first == [1] * (20 - 2 - 6)
+    assert second == [2] * (20 - 2 - 6)
+    assert third == [1] * (20 - 2 - 6)
+
+
 def test_a_polite_client_is_served_before_a_greedy_clients_backlog() -> None:
     """Fair queuing: the greedy flow's waiting requests do not stand in front of another
     flow's one request. Freed seats go to the queues in turn and a flow spreads over at most

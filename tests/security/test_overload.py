@@ -2,9 +2,10 @@
 
 Sixteen concurrent creates from one client all succeed (the excess over the seats waits its
 turn); a burst of 200 from one client queues what its queues hold and refuses the rest with
-429 and Retry-After; meanwhile another client, sending one request at a time, is never
-refused and /livez keeps answering. How long the polite client waits is measured by the
-benchmark (`benchmarks/run.py fairness`), not asserted here.
+429 and Retry-After (1 s, longer while refusals keep coming); meanwhile another client,
+sending one request at a time, is never refused and /livez keeps answering. How long the
+polite client waits is measured by the benchmark (`benchmarks/run.py fairness`), not asserted
+here.
 """
 
 from __future__ import annotations
@@ -102,17 +103,22 @@ def test_a_greedy_burst_queues_then_is_refused_while_a_polite_client_is_served(
     assert set(codes) == {200, 429}, sorted(set(codes))
     # What ran and what its queues held got answers; past them, 429.
     assert codes.count(200) >= 6 * 4
+    waits = set()
     for answer in answers:
         assert "X-Kubernetes-PF-PriorityLevel-UID" in answer.headers
         if answer.status_code == 429:
-            assert answer.headers["Retry-After"] == "1"
             status = answer.json()
             assert (status["kind"], status["reason"], status["code"]) == (
                 "Status",
                 "TooManyRequests",
                 429,
             )
-            assert status["details"]["retryAfterSeconds"] == 1
+            waits.add(status["details"]["retryAfterSeconds"])
+            assert answer.headers["Retry-After"] == str(status["details"]["retryAfterSeconds"])
+    # The first refusals say 1 s; if the burst's refusals run into a later second, the level
+    # asks those refused then to wait longer (kube's dropped-requests tracker).
+    assert 1 in waits
+    assert waits <= {1, 2, 4, 8, 16, 32}
     # The other flow's requests never waited behind the burst's queues, nor were refused.
     assert polite_codes
     assert set(polite_codes) == {200}, polite_codes[:10]
