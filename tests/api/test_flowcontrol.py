@@ -180,19 +180,22 @@ def test_a_burst_from_one_client_queues_within_its_seats_and_all_succeed() -> No
     assert codes == [200] * 16
 
 
+async def burst(app: FlowControl, gate: Gate, n: int) -> list[list[Message]]:
+    """n creates from one client at once, held at the gate until all have arrived."""
+    gate.open.clear()
+    tasks = [
+        asyncio.create_task(call(app, http(COLLECTION, method="POST", authorization="Bearer g")))
+        for _ in range(n)
+    ]
+    await asyncio.sleep(0.05)
+    gate.open.set()
+    return list(await asyncio.gather(*tasks))
+
+
 def test_a_burst_past_its_queues_is_refused_with_retry_after_and_a_status() -> None:
     async def scenario() -> list[list[Message]]:
         gate = Gate()
-        app = FlowControl(gate, small(seats=2, queue_length=2))
-        burst = [
-            asyncio.create_task(
-                call(app, http(COLLECTION, method="POST", authorization="Bearer g"))
-            )
-            for _ in range(40)
-        ]
-        await asyncio.sleep(0.05)
-        gate.open.set()
-        return list(await asyncio.gather(*burst))
+        return await burst(FlowControl(gate, small(seats=2, queue_length=2)), gate, 40)
 
     answers = asyncio.run(scenario())
     refused = [a for a in answers if a[0]["status"] == 429]
@@ -215,32 +218,22 @@ def test_refusals_that_keep_coming_are_told_to_wait_longer() -> None:
     double it, so clients refused together do not all come back together."""
     now = [1000.0]
 
-    async def burst(app: FlowControl, gate: Gate) -> list[int]:
-        gate.open.clear()
-        tasks = [
-            asyncio.create_task(
-                call(app, http(COLLECTION, method="POST", authorization="Bearer g"))
-            )
-            for _ in range(20)
-        ]
-        await asyncio.sleep(0.05)
-        gate.open.set()
-        answers = await asyncio.gather(*tasks)
-        waits = []
-        for start, body in (a for a in answers if a[0]["status"] == 429):
+    async def waits(app: FlowControl, gate: Gate) -> list[int]:
+        told = []
+        for start, body in (a for a in await burst(app, gate, 20) if a[0]["status"] == 429):
             seconds = int(dict(start["headers"])[b"retry-after"])
             assert orjson.loads(body["body"])["details"]["retryAfterSeconds"] == seconds
-            waits.append(seconds)
-        return waits
+            told.append(seconds)
+        return told
 
     async def scenario() -> list[list[int]]:
         gate = Gate()
         app = FlowControl(gate, small(seats=2, queue_length=1), clock=lambda: now[0])
-        first = await burst(app, gate)
+        first = await waits(app, gate)
         now[0] += 1  # the next second: the first one's refusals count
-        second = await burst(app, gate)
+        second = await waits(app, gate)
         now[0] += 60  # a quiet minute: a refusal then takes a second off
-        third = await burst(app, gate)
+        third = await waits(app, gate)
         return [first, second, third]
 
     first, second, third = asyncio.run(scenario())
