@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from asgiref.sync import markcoroutinefunction, sync_to_async
+from channels.db import database_sync_to_async
 from csp.constants import HEADER, HEADER_REPORT_ONLY
 from csp.middleware import CSPMiddleware
 from django.conf import settings
@@ -60,7 +61,9 @@ class InlineForApi:
         if late is None:
             return answer
         if self.needs_thread(request):
-            result: HttpResponseBase = await sync_to_async(late)(request, answer)
+            # A session's save: on asgiref's thread, its connection checked before and after
+            # (an API request sends no request signals: `nodus_console.asgi.Handler`).
+            result: HttpResponseBase = await database_sync_to_async(late)(request, answer)
             return result
         return late(request, answer)  # type: ignore[no-any-return]
 

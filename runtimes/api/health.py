@@ -17,7 +17,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
 
-from asgiref.sync import sync_to_async
+from channels.db import database_sync_to_async
 from django.conf import settings
 
 log = logging.getLogger("nodus.health")
@@ -52,8 +52,11 @@ def _current_revision() -> int:
     return current_revision()
 
 
+# The checks that read the database do it on asgiref's thread, its connection checked before
+# and after as Django's request signals would (`nodus_console.asgi.Handler` sends none for an API
+# request): a broken connection is replaced, so a check fails only while the database does.
 async def database() -> None:
-    await sync_to_async(_current_revision)()
+    await database_sync_to_async(_current_revision)()
 
 
 async def channel_layer() -> None:
@@ -102,7 +105,7 @@ def hub_lag() -> int | None:
 
 
 async def hub() -> None:
-    lag = await sync_to_async(hub_lag)()
+    lag = await database_sync_to_async(hub_lag)()
     if lag is not None and lag > MAX_HUB_LAG:
         raise CheckFailed(f"watch hub is {lag} revisions behind the event log (max {MAX_HUB_LAG})")
 

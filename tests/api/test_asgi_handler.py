@@ -10,7 +10,7 @@ import tracemalloc
 from typing import Any
 
 import pytest
-from asgiref.sync import sync_to_async
+from asgiref.sync import SyncToAsync, sync_to_async
 from channels.testing import HttpCommunicator
 
 from nodus_console.asgi import application
@@ -58,6 +58,30 @@ async def test_an_api_request_starts_no_thread_of_its_own(
     answers = await asyncio.gather(*(_get(RUNTIMES, token) for _ in range(8)))
     assert [answer["status"] for answer in answers] == [200] * 8
     assert started == []
+
+
+async def test_an_api_request_waits_for_no_thread_but_its_views(
+    actors: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Neither the request signals nor closing the answer go to asgiref's thread: each was a
+    hand-over to it and back, for receivers that look after that thread, which an API request
+    does not use."""
+    token = (await sync_to_async(create_token)(actors["alice"], "test"))[1]
+    assert (await _get(RUNTIMES, token))["status"] == 200
+    handed: list[object] = []
+    executor = SyncToAsync.single_thread_executor
+    submit = executor.submit
+
+    def counted(fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+        handed.append(fn)
+        return submit(fn, *args, **kwargs)
+
+    monkeypatch.setattr(executor, "submit", counted)
+    for path in (RUNTIMES, f"{RUNTIMES}/missing", "/livez"):
+        assert (await _get(path, token))["status"] in {200, 404}
+    assert handed == []
+    assert (await _get("/readyz", token))["status"] == 200  # its database check: that thread
+    assert handed
 
 
 async def test_a_console_page_still_runs_in_djangos_thread_per_request(
