@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from prometheus_client import REGISTRY
 
 from runtimes.accounts import auditlog
@@ -32,6 +33,33 @@ def test_it_rotates_the_file_past_its_size(settings: Any, tmp_path: Path) -> Non
     assert all(f.stat().st_size <= 300 for f in files)
     newest = [json.loads(line)["auditID"] for line in files[0].read_text().splitlines()]
     assert newest[-1] == "19"
+
+
+def test_what_queues_while_it_writes_goes_out_in_one_write(
+    settings: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings.NODUS_AUDIT_LOG = str(tmp_path / "audit.log")
+    appended: list[int] = []
+    busy, go = threading.Event(), threading.Event()
+    append = auditlog._append
+
+    def slow_append(path: Path, data: bytes) -> None:
+        appended.append(data.count(b"\n"))
+        busy.set()
+        go.wait(timeout=30)
+        append(path, data)
+
+    monkeypatch.setattr(auditlog, "_append", slow_append)
+    writer = auditlog.AuditWriter()
+    writer.emit({"auditID": "0"})
+    assert busy.wait(timeout=30)
+    for number in range(1, 101):
+        writer.emit({"auditID": str(number)})
+    go.set()
+    writer.flush()
+    assert appended == [1, 100]
+    written = (tmp_path / "audit.log").read_text().splitlines()
+    assert [json.loads(line)["auditID"] for line in written] == [str(n) for n in range(101)]
 
 
 def test_a_full_disk_drops_and_counts(settings: Any) -> None:
