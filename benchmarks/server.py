@@ -172,6 +172,12 @@ class LiveServer:
     token: str
     namespace: str
     log: Path
+    pid: int
+
+    def cpu_seconds(self) -> float:
+        """The server process's CPU time so far (user and system, from /proc)."""
+        fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def client(self) -> httpx.Client:
         return httpx.Client(
@@ -202,4 +208,4 @@ def live_server(data_dir: Path) -> Iterator[LiveServer]:
     env = environment(data_dir)
     env.update(given)
     with serving(env, data_dir / "daphne.log", stop_seconds=10) as served:
-        yield LiveServer(served.url, token, namespace, served.log)
+        yield LiveServer(served.url, token, namespace, served.log, served.pid)

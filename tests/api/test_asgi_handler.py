@@ -13,6 +13,7 @@ import pytest
 from asgiref.sync import SyncToAsync, sync_to_async
 from channels.testing import HttpCommunicator
 
+from nodus_console import asgi
 from nodus_console.asgi import application
 from runtimes.accounts.tokens import create_token
 from runtimes.registry.kinds import TRAINING_RUNTIMES
@@ -82,6 +83,28 @@ async def test_an_api_request_waits_for_no_thread_but_its_views(
     assert handed == []
     assert (await _get("/readyz", token))["status"] == 200  # its database check: that thread
     assert handed
+
+
+async def test_a_sync_api_view_has_its_threads_connection_checked_around_it(
+    actors: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The request signals checked the connection of the thread a sync view runs on; an API
+    request sends none, so the few sync API views (namespaces here) check it themselves."""
+    token = (await sync_to_async(create_token)(actors["alice"], "test"))[1]
+    checked: list[str] = []
+    check = asgi.close_old_connections
+
+    def counted() -> None:
+        checked.append(threading.current_thread().name)
+        check()
+
+    monkeypatch.setattr(asgi, "close_old_connections", counted)
+    assert (await _get("/api/v1/namespaces", token))["status"] == 200
+    assert len(checked) == 2
+    assert threading.main_thread().name not in checked  # on the view's thread, not the loop's
+    checked.clear()
+    assert (await _get(RUNTIMES, token))["status"] == 200  # the pool checks its own
+    assert checked == []
 
 
 async def test_a_console_page_still_runs_in_djangos_thread_per_request(
