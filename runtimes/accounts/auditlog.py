@@ -81,9 +81,6 @@ class AuditWriter:
             try:
                 if lines:
                     self._write(lines)
-            except OSError:
-                DROPPED.labels("write_failed").inc(len(lines))
-                log.warning("could not write the audit log", exc_info=True)
             finally:
                 for _ in events:
                     self._queue.task_done()
@@ -92,30 +89,34 @@ class AuditWriter:
 
     def _write(self, lines: list[bytes]) -> None:
         """Appends `lines` to the log, rotating it first whenever the next line would take a
-        file that is not empty past its size."""
+        file that is not empty past its size; what cannot be written is dropped and counted."""
         path = self.path
         limit = int(settings.NODUS_AUDIT_MAX_BYTES)
-        try:
-            size = path.stat().st_size
-        except FileNotFoundError:
-            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            size = 0
         start = 0
-        while start < len(lines):
-            end, added = start, 0
-            while end < len(lines) and not (
-                size + added and size + added + len(lines[end]) > limit
-            ):
-                added += len(lines[end])
-                end += 1
-            if end == start:  # the file is full: this line starts the next one
-                rotate(path, int(settings.NODUS_AUDIT_BACKUPS))
+        try:
+            try:
+                size = path.stat().st_size
+            except FileNotFoundError:
+                path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
                 size = 0
-                continue
-            _append(path, b"".join(lines[start:end]))
-            WRITTEN.inc(end - start)
-            size += added
-            start = end
+            while start < len(lines):
+                end, added = start, 0
+                while end < len(lines) and not (
+                    size + added and size + added + len(lines[end]) > limit
+                ):
+                    added += len(lines[end])
+                    end += 1
+                if end == start:  # the file is full: this line starts the next one
+                    rotate(path, int(settings.NODUS_AUDIT_BACKUPS))
+                    size = 0
+                    continue
+                _append(path, b"".join(lines[start:end]))
+                WRITTEN.inc(end - start)
+                size += added
+                start = end
+        except OSError:
+            DROPPED.labels("write_failed").inc(len(lines) - start)
+            log.warning("could not write the audit log", exc_info=True)
 
 
 def _append(path: Path, data: bytes) -> None:
