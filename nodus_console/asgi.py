@@ -55,8 +55,8 @@ class Handler(ASGIHandler):
     `channels.db.database_sync_to_async`). So an API
     request sends neither signal, and no part of it waits for a thread but its view. The
     server's CPU per request (from /proc, one client, runs of 2,000 GETs of an empty list and
-    500 creates, before and after in turn): GET 3.2-3.4 to 2.5-2.7 ms, create 4.4-4.6 to
-    3.8-3.9 ms.
+    500 creates, before and after in turn, four runs each way): GET 3.2-3.7 to 2.5-2.7 ms,
+    create 4.4-5.1 to 3.8-4.2 ms.
     """
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:

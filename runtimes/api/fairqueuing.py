@@ -29,7 +29,7 @@ class Level:
 
     name: str
     shares: int = 0  # 0: exempt
-    queues: int = 64
+    queues: int = 128  # kube's suggested levels have 128
     hand_size: int = 6
     queue_length: int = 50
 

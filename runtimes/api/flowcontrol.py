@@ -53,7 +53,7 @@ from runtimes.apimachinery.errors import ApiError
 # proportion to their shares (40:20, kube's); a level may borrow seats no other level is
 # waiting for. A list (and a watch's initial list, until its response starts) is
 # NODUS_FLOW_LIST_WIDTH seats wide (2): each costs a thread of Python on one interpreter lock.
-# Queues: 64 per level, a flow dealt 6 of them (shuffle sharding), at most
+# Queues: 128 per level (kube's), a flow dealt 6 of them (shuffle sharding), at most
 # NODUS_FLOW_QUEUE_LENGTH (16) waiting in each (kube's 50 would let one flow park 300), and
 # a wait of at most NODUS_FLOW_QUEUE_SECONDS (15: kube's, a quarter of its 60 s request timeout).
 # A refusal's Retry-After is the level's, as kube's dropped-requests tracker sets it: 1 s, doubled
