@@ -52,11 +52,10 @@ class Handler(ASGIHandler):
     thread's connection before and after each view as these receivers would. The API work
     that uses a database connection on asgiref's thread (the few sync views not on the pool,
     health checks, a session's save) checks it around the call (`make_view_atomic`,
-    `channels.db.database_sync_to_async`). So an API
-    request sends neither signal, and no part of it waits for a thread but its view. The
-    server's CPU per request (from /proc, one client, runs of 2,000 GETs of an empty list and
-    500 creates, before and after in turn, four runs each way): GET 3.2-3.7 to 2.5-2.7 ms,
-    create 4.4-5.1 to 3.8-4.2 ms.
+    `channels.db.database_sync_to_async`). So an API request sends neither signal, and no
+    part of it waits for a thread but its view. The server's CPU per request (from /proc, one
+    client, runs of 2,000 GETs of an empty list and 500 creates, before and after in turn,
+    four runs each way): GET 3.2-3.7 to 2.5-2.7 ms, create 4.4-5.1 to 3.8-4.2 ms.
     """
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
