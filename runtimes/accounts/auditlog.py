@@ -30,7 +30,6 @@ DROPPED = Counter(
     "Audit events dropped: the queue was full or the file could not be written.",
     ["reason"],
 )
-_STOP = object()
 BATCH = 512  # events written at once, at most
 
 
@@ -77,15 +76,11 @@ class AuditWriter:
                     events.append(self._queue.get_nowait())
                 except queue.Empty:
                     break
-            lines = [orjson.dumps(event) + b"\n" for event in events if event is not _STOP]
             try:
-                if lines:
-                    self._write(lines)
+                self._write([orjson.dumps(event) + b"\n" for event in events])
             finally:
                 for _ in events:
                     self._queue.task_done()
-            if len(lines) < len(events):
-                return
 
     def _write(self, lines: list[bytes]) -> None:
         """Appends `lines` to the log, rotating it first whenever the next line would take a
