@@ -194,6 +194,9 @@ def test_a_non_blocking_dependent_does_not_hold_a_foreground_owner(
     create(alice, "fgn-child", owner_ref(owner, block=False), finalizers=["nodus.dev/hold"])
     alice.delete(f"{TRS}/fgn-owner?propagationPolicy=Foreground")
     wait_for(gone(alice, "fgn-owner"))
+    # The owner may go before the collector has come to its dependent (each is an item of its
+    # own, and this one does not block the owner): look once the collector has done its work.
+    settled(controller)
     child = get(alice, "fgn-child")
     assert child is not None
     assert child["metadata"]["deletionTimestamp"]
