@@ -90,8 +90,12 @@ def too_large(wanted: int, current: int) -> errors.ApiError:
     )
 
 
-def wait_for_revision(wanted: int) -> int:
-    """Waits (≤3 s) until the store has reached `wanted`; returns the current revision."""
+def wait_for_revision(wanted: int) -> None:
+    """Waits (≤3 s) until the store has reached `wanted` (else 504 ResourceVersionTooLarge).
+    Once this process's hub has read `wanted` from the store, the store has it: no query (a
+    herd's watches all start from revisions the hub has long read)."""
+    if hub.get_hub().last >= wanted:
+        return
     deadline = time.monotonic() + WAIT_FOR_REVISION_SECONDS
     current = store.current_revision()
     while current < wanted:
@@ -99,7 +103,6 @@ def wait_for_revision(wanted: int) -> int:
             raise too_large(wanted, current)
         time.sleep(0.05)
         current = store.current_revision()
-    return current
 
 
 def _expired_continue(after: Key) -> errors.ApiError:

@@ -341,9 +341,10 @@ async def watch_chunks(plan: WatchPlan) -> AsyncIterator[list[Obj | bytes]]:
                     await asyncio.sleep(0)
             if chunk:
                 yield chunk
-            if batch:
+            if batch and not changes.waited:
                 # Daphne's send never suspends, so a watcher with a steady supply of events
-                # would otherwise keep the event loop to itself.
+                # would otherwise keep the event loop to itself (one that waited for its batch
+                # has let the others run already).
                 await asyncio.sleep(0)
             if guard is not None and (revoked := await guard.verdict()) is not None:
                 yield [encoder.error(revoked)]

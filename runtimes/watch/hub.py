@@ -91,7 +91,9 @@ class Hub:
         self._events: list[HubEvent] = []
         self.last = 0  # the newest revision the hub has read
         self.ring_from = 0  # the ring holds every event in (ring_from, last]
-        self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
+        # Each waiting watch's future, with the loop it belongs to (insertion-ordered; a
+        # watch that stops waiting takes its own back at once, however many wait).
+        self._waiters: dict[asyncio.Future[bool], asyncio.AbstractEventLoop] = {}
         self._thread: threading.Thread | None = None
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -277,10 +279,16 @@ class Hub:
 
     def _wake_waiters(self) -> None:
         self._changed.notify_all()
-        waiters, self._waiters = self._waiters, []
-        for loop, future in waiters:
+        waiters, self._waiters = self._waiters, {}
+        # One hand-over per event loop, not per watch: each `call_soon_threadsafe` writes a
+        # byte to the loop's wake-up pipe, a system call made here under the hub's lock, and
+        # with a thousand watches waiting that was a thousand of them for every event.
+        by_loop: dict[asyncio.AbstractEventLoop, list[asyncio.Future[bool]]] = {}
+        for future, loop in waiters.items():
+            by_loop.setdefault(loop, []).append(future)
+        for loop, futures in by_loop.items():
             if not loop.is_closed():
-                loop.call_soon_threadsafe(_resolve, future)
+                loop.call_soon_threadsafe(_resolve_all, futures)
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -335,24 +343,21 @@ class Hub:
             index = bisect.bisect_right(self._revisions, cursor)
             return self._events[index:], max(cursor, self.last)
 
-    def add_waiter(self, cursor: int, future: asyncio.Future[None]) -> bool:
+    def add_waiter(self, cursor: int, future: asyncio.Future[bool]) -> bool:
         """Registers `future` to be resolved after the next pull; False if already newer."""
         with self._lock:
             if self._stop.is_set():
                 raise TooSlow  # this hub is gone: resume on the next one
             if self.last > cursor:
                 return False
-            self._waiters.append((future.get_loop(), future))
+            self._waiters[future] = future.get_loop()
             return True
 
-    def discard_waiter(self, future: asyncio.Future[None]) -> None:
+    def discard_waiter(self, future: asyncio.Future[bool]) -> None:
         """Forgets a waiter that stopped waiting (timed out, cancelled): a quiet hub would
         otherwise keep one future per watch per timeout until the next event."""
         with self._lock:
-            for index, (_loop, waiting) in enumerate(self._waiters):
-                if waiting is future:
-                    del self._waiters[index]
-                    return
+            self._waiters.pop(future, None)
 
     def wait_sync(
         self, cursor: int, timeout: float, interrupted: Callable[[], bool] = lambda: False
@@ -385,9 +390,15 @@ class Hub:
         return SyncSubscription(self, after, resource, namespace)
 
 
-def _resolve(future: asyncio.Future[None]) -> None:
+def _resolve_all(futures: list[asyncio.Future[bool]]) -> None:
+    for future in futures:
+        if not future.done():
+            future.set_result(True)  # woken: there may be something new
+
+
+def _time_up(future: asyncio.Future[bool]) -> None:
     if not future.done():
-        future.set_result(None)
+        future.set_result(False)
 
 
 class _Cursor:
@@ -431,9 +442,14 @@ class _Cursor:
 
 
 class Subscription(_Cursor):
+    # Whether the last `next_batch` gave the event loop to others while it waited: a caller
+    # that got its batch without waiting yields the loop itself before writing more.
+    waited = False
+
     async def next_batch(self, timeout: float | None = None) -> list[HubEvent]:
         """The next events after the cursor; [] when `timeout` passes with nothing new."""
         deadline = None if timeout is None else asyncio.get_running_loop().time() + timeout
+        self.waited = False
         while True:
             batch = self._from_ring()
             if batch is None:
@@ -449,16 +465,23 @@ class Subscription(_Cursor):
             remaining = None if deadline is None else deadline - loop.time()
             if remaining is not None and remaining <= 0:
                 return []
-            future: asyncio.Future[None] = loop.create_future()
+            future: asyncio.Future[bool] = loop.create_future()
             if self.hub.add_waiter(self.cursor, future):
+                # A timer on the future itself (True: the hub woke it; False: time is up),
+                # not `asyncio.wait_for`'s timeout scope: a thousand watches wait on every event.
+                timer = None if remaining is None else loop.call_later(remaining, _time_up, future)
+                self.waited = True
                 try:
-                    await asyncio.wait_for(future, remaining)
-                except TimeoutError:
-                    self.hub.discard_waiter(future)
-                    return []
+                    woken = await future
                 except asyncio.CancelledError:
                     self.hub.discard_waiter(future)
                     raise
+                finally:
+                    if timer is not None:
+                        timer.cancel()
+                if not woken:
+                    self.hub.discard_waiter(future)
+                    return []
 
     async def __aenter__(self) -> Subscription:
         return self

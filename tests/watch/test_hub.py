@@ -252,13 +252,56 @@ async def test_a_quiet_watch_that_times_out_leaves_no_waiter_behind() -> None:
     subscription = quiet.subscribe(5)
     for _ in range(20):
         assert await subscription.next_batch(0.01) == []
-    assert quiet._waiters == []
+    assert quiet._waiters == {}
     cancelled = asyncio.create_task(subscription.next_batch(10))
     await asyncio.sleep(0.05)
     cancelled.cancel()
     with pytest.raises(asyncio.CancelledError):
         await cancelled
-    assert quiet._waiters == []
+    assert quiet._waiters == {}
+
+
+@pytest.mark.django_db
+def test_an_event_wakes_every_waiting_watch_with_one_hand_over_to_their_loop(
+    rt: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each hand-over (`call_soon_threadsafe`) is a write to the loop's wake-up pipe, made under
+    # the hub's lock: one per waiting watch was a thousand system calls an event at 1,000.
+    store.create(rt, "demo", runtime_manifest("a"))
+    made = fresh_hub()
+    loop = asyncio.new_event_loop()
+    handed: list[Any] = []
+    original = loop.call_soon_threadsafe
+
+    def counted(callback: Any, *args: Any) -> Any:
+        handed.append(callback)
+        return original(callback, *args)
+
+    monkeypatch.setattr(loop, "call_soon_threadsafe", counted)
+    waiting = threading.Event()
+
+    async def watches() -> list[list[int]]:
+        subscriptions = [made.subscribe(made.last, rt.key) for _ in range(200)]
+        tasks = [asyncio.create_task(s.next_batch(10)) for s in subscriptions]
+        while len(made._waiters) < len(tasks):
+            await asyncio.sleep(0.01)
+        waiting.set()
+        batches = await asyncio.gather(*tasks)
+        assert all(s.waited for s in subscriptions)
+        return [revisions(batch) for batch in batches]
+
+    result: list[list[list[int]]] = []
+    thread = threading.Thread(target=lambda: result.append(loop.run_until_complete(watches())))
+    thread.start()
+    try:
+        assert waiting.wait(5)
+        written = touch(rt, "a", "1")
+        made.pull()
+        thread.join(10)
+    finally:
+        loop.close()
+    assert result == [[[written]] * 200]
+    assert len(handed) == 1
 
 
 @pytest.mark.django_db
