@@ -22,6 +22,7 @@ from daphne.cli import CommandLineInterface  # imports daphne.server: the asynci
 from daphne.http_protocol import HTTPFactory, WebRequest
 from daphne.server import Server as DaphneServer
 from django.conf import settings
+from twisted.internet import tcp
 from twisted.web import http
 
 from runtimes.api.requestid import too_large
@@ -104,6 +105,20 @@ def status_bytes(error: ApiError) -> bytes:
     return head.encode("ascii") + payload
 
 
+def _sendable_now(transport: Any) -> bool:
+    """Whether a write may go straight to `transport`'s socket: a plain TCP connection, open,
+    with nothing of its own still waiting to be sent (Twisted's `FileDescriptor` buffers)."""
+    return (
+        isinstance(transport, tcp.Server)
+        and not transport.TLS
+        and bool(transport.connected)
+        and not transport.disconnecting
+        and not transport._writeDisconnected
+        and not transport._tempDataBuffer
+        and transport.offset >= len(transport.dataBuffer)
+    )
+
+
 class BoundedChannel(http.HTTPChannel):
     """Twisted's HTTP/1.1 channel with the limits and deadlines above, refusing with a Status.
 
@@ -139,11 +154,28 @@ class BoundedChannel(http.HTTPChannel):
 
     def write(self, data: bytes) -> None:
         if self._owes(len(data)):
-            super().write(data)
+            self._send([data])
 
     def writeSequence(self, iovec: list[bytes]) -> None:
         if self._owes(sum(len(part) for part in iovec)):
-            super().writeSequence(iovec)
+            self._send(iovec)
+
+    def _send(self, parts: list[bytes]) -> None:
+        """Hands `parts` to the socket at once when nothing is queued before them (an answer,
+        a watch's event to a client that keeps up); what the socket does not take, or every
+        write of a TLS or otherwise busy connection, goes through Twisted's buffer as before.
+        Twisted alone queues each write for the loop's next turn: two epoll_ctl calls and a
+        turn per write, and the loop thread gives up the interpreter lock at each call."""
+        transport: Any = self.transport
+        if not _sendable_now(transport):
+            transport.writeSequence(parts)
+            return
+        try:
+            sent = transport.socket.sendmsg(parts)
+        except OSError:  # full (EAGAIN) or gone (EPIPE, ECONNRESET): Twisted's write handles it
+            sent = 0
+        if sent < sum(len(part) for part in parts):
+            transport.write(b"".join(parts)[sent:])
 
     def _streaming(self) -> bool:
         """Whether the response being written is a chunked stream (a watch)."""

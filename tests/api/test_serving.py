@@ -9,11 +9,13 @@ against a live server.
 from __future__ import annotations
 
 import re
+import socket
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
+from twisted.internet import tcp
 from twisted.internet.task import Clock
 from twisted.internet.testing import StringTransport
 from twisted.web import http
@@ -415,3 +417,88 @@ def test_a_posted_form_is_left_whole_to_the_application(
     )
     assert connection.written().startswith(b"HTTP/1.1 204 ")
     assert connection.channel.seen == ({b"next": [b"x"]}, body)  # type: ignore[attr-defined]
+
+
+class _Queueing(tcp.Server):
+    """A plain TCP transport over one end of a socket pair, recording what Twisted would
+    queue (for the loop's next turn) instead of queueing it."""
+
+    def __init__(self, sock: socket.socket) -> None:  # Twisted's needs a reactor and a port
+        self.socket = sock
+        self.connected = 1
+        self.disconnecting = 0
+        self._tempDataBuffer: list[bytes] = []
+        self.queued: list[bytes] = []
+
+    def write(self, data: bytes) -> None:
+        self.queued.append(data)
+
+    def writeSequence(self, iovec: Any) -> None:
+        self.queued.append(b"".join(iovec))
+
+
+@pytest.fixture
+def pair() -> Any:
+    ours, theirs = socket.socketpair()
+    ours.setblocking(False)
+    yield ours, theirs
+    ours.close()
+    theirs.close()
+
+
+def _channel_over(transport: Any) -> BoundedChannel:
+    channel = BoundedChannel()
+    channel.transport = transport
+    return channel
+
+
+def _read_all(sock: socket.socket) -> bytes:
+    sock.setblocking(False)
+    got = b""
+    while True:
+        try:
+            piece = sock.recv(65536)
+        except BlockingIOError:
+            return got
+        if not piece:
+            return got
+        got += piece
+
+
+def test_a_write_with_nothing_queued_before_it_goes_to_the_socket_at_once(pair: Any) -> None:
+    ours, theirs = pair
+    transport = _Queueing(ours)
+    _channel_over(transport).writeSequence([b"3\r\n", b"abc", b"\r\n"])
+    _channel_over(transport).write(b"more")
+    assert _read_all(theirs) == b"3\r\nabc\r\nmore"
+    assert transport.queued == []
+
+
+def test_what_the_socket_does_not_take_is_queued_in_order(pair: Any) -> None:
+    ours, theirs = pair
+    ours.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+    transport = _Queueing(ours)
+    channel = _channel_over(transport)
+    payload = bytes(range(256)) * 4096  # 1 MiB: more than the socket's buffers hold
+    channel.writeSequence([b"head:", payload])
+    assert len(transport.queued) == 1
+    taken = _read_all(theirs)
+    assert 0 < len(taken) < len(payload)
+    assert taken + transport.queued[0] == b"head:" + payload
+    # Something is queued now: the next write goes behind it, never ahead.
+    transport._tempDataBuffer = list(transport.queued)
+    channel.write(b"next")
+    assert transport.queued[-1] == b"next"
+    assert _read_all(theirs) == b""
+
+
+def test_a_tls_or_closing_connection_writes_through_twisted(pair: Any) -> None:
+    ours, theirs = pair
+    tls = _Queueing(ours)
+    tls.TLS = True
+    _channel_over(tls).write(b"secret")
+    closing = _Queueing(ours)
+    closing.disconnecting = 1
+    _channel_over(closing).write(b"bye")
+    assert (tls.queued, closing.queued) == ([b"secret"], [b"bye"])
+    assert _read_all(theirs) == b""
