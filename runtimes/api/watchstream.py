@@ -305,7 +305,10 @@ async def watch_chunks(plan: WatchPlan) -> AsyncIterator[list[Obj | bytes]]:
     next_bookmark = loop.time() + every
     guard = plan.guard
     async with hub.subscribe(
-        plan.start_after, plan.rt.key, plan.namespace if plan.rt.namespaced else None
+        plan.start_after,
+        plan.rt.key,
+        plan.namespace if plan.rt.namespaced else None,
+        selection=selection,
     ) as changes:
         while True:
             now = loop.time()

@@ -13,13 +13,16 @@ import bisect
 import logging
 import threading
 import time
-from collections.abc import AsyncIterator, Callable
+import weakref
+from collections.abc import AsyncIterator, Callable, Hashable
 from contextlib import asynccontextmanager
+from typing import Protocol
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import close_old_connections, connection
 
+from runtimes.apimachinery.meta import Obj
 from runtimes.storage import compaction, events
 from runtimes.storage.eventlog import (
     FIELDS,
@@ -93,7 +96,7 @@ class Hub:
         self.ring_from = 0  # the ring holds every event in (ring_from, last]
         # Each waiting watch's future, with the loop it belongs to (insertion-ordered; a
         # watch that stops waiting takes its own back at once, however many wait).
-        self._waiters: dict[asyncio.Future[bool], asyncio.AbstractEventLoop] = {}
+        self._waiters: dict[asyncio.Future[bool], tuple[asyncio.AbstractEventLoop, _Cursor]] = {}
         self._thread: threading.Thread | None = None
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -167,7 +170,7 @@ class Hub:
         for event in self._events[max(0, cooled - len(new)) : max(0, cooled)]:
             event.release()
         self._trim()
-        self._wake_waiters()
+        self._wake_waiters(new)
 
     # -- the dispatcher thread -------------------------------------------------------------
 
@@ -277,14 +280,29 @@ class Hub:
             self.last = self.ring_from = current
             self._wake_waiters()
 
-    def _wake_waiters(self) -> None:
+    def _wake_waiters(self, new: list[HubEvent] | None = None) -> None:
+        """Wakes the waiting watches (under `_lock`). Given the events just appended, only the
+        watches some of them are for: the others stay asleep with their cursor moved past them
+        (a thousand informers on one label are not woken by every other object's change).
+        Whether an event is for a watch is worked out once per distinct interest."""
         self._changed.notify_all()
         waiters, self._waiters = self._waiters, {}
         # One hand-over per event loop, not per watch: each `call_soon_threadsafe` writes a
         # byte to the loop's wake-up pipe, a system call made here under the hub's lock, and
         # with a thousand watches waiting that was a thousand of them for every event.
         by_loop: dict[asyncio.AbstractEventLoop, list[asyncio.Future[bool]]] = {}
-        for future, loop in waiters.items():
+        wanted: dict[Interest, bool] = {}
+        for future, (loop, cursor) in waiters.items():
+            interest = cursor.interest
+            # Only a cursor the new events follow without a gap may skip them.
+            if new and interest is not None and self.ring_from <= cursor.cursor < new[0].revision:
+                hit = wanted.get(interest)
+                if hit is None:
+                    hit = wanted[interest] = any(interest.wants(event) for event in new)
+                if not hit:
+                    cursor.cursor = max(cursor.cursor, new[-1].revision)
+                    self._waiters[future] = (loop, cursor)
+                    continue
             by_loop.setdefault(loop, []).append(future)
         for loop, futures in by_loop.items():
             if not loop.is_closed():
@@ -343,14 +361,15 @@ class Hub:
             index = bisect.bisect_right(self._revisions, cursor)
             return self._events[index:], max(cursor, self.last)
 
-    def add_waiter(self, cursor: int, future: asyncio.Future[bool]) -> bool:
-        """Registers `future` to be resolved after the next pull; False if already newer."""
+    def add_waiter(self, cursor: _Cursor, future: asyncio.Future[bool]) -> bool:
+        """Registers `future` to be resolved once events `cursor` wants arrive; False if some
+        may have already."""
         with self._lock:
             if self._stop.is_set():
                 raise TooSlow  # this hub is gone: resume on the next one
-            if self.last > cursor:
+            if self.last > cursor.cursor:
                 return False
-            self._waiters[future] = future.get_loop()
+            self._waiters[future] = (future.get_loop(), cursor)
             return True
 
     def discard_waiter(self, future: asyncio.Future[bool]) -> None:
@@ -380,9 +399,10 @@ class Hub:
         resource: str | None = None,
         namespace: str | None = None,
         predicate: Callable[[HubEvent], bool] | None = None,
+        selection: Selects | None = None,
     ) -> Subscription:
         """A subscription (usable with `async with`) on this hub."""
-        return Subscription(self, after, resource, namespace, predicate)
+        return Subscription(self, after, resource, namespace, predicate, selection)
 
     def follow(
         self, after: int, resource: str | None = None, namespace: str | None = None
@@ -401,6 +421,51 @@ def _time_up(future: asyncio.Future[bool]) -> None:
         future.set_result(False)
 
 
+class Selects(Protocol, Hashable):
+    """A watch's selection (api.listoptions.Selection): hashable, equal when it selects alike."""
+
+    def matches(self, obj: Obj | None) -> bool: ...
+
+
+class Interest:
+    """The events a watch is for: of a kind, in a namespace, and whose object its selection
+    matches now or did before the change (typed() turns that into ADDED, MODIFIED or DELETED).
+    Equal interests are one object (`interest`), so the hub groups its waiters by identity."""
+
+    __slots__ = ("__weakref__", "namespace", "resource", "selection")
+
+    def __init__(self, resource: str | None, namespace: str | None, selection: Selects | None):
+        self.resource = resource
+        self.namespace = namespace
+        self.selection = selection
+
+    def wants(self, event: HubEvent) -> bool:
+        if self.resource is not None and event.resource != self.resource:
+            return False
+        if self.namespace is not None and event.namespace != self.namespace:
+            return False
+        if self.selection is None:
+            return True
+        return self.selection.matches(event.object) or self.selection.matches(event.previous)
+
+
+# Equal interests share one object while some watch holds it: a herd of a thousand informers
+# on one selector is one interest, whose verdict on an event is worked out once.
+_interests: weakref.WeakValueDictionary[tuple[object, ...], Interest] = (
+    weakref.WeakValueDictionary()
+)
+_interests_lock = threading.Lock()
+
+
+def interest(resource: str | None, namespace: str | None, selection: Selects | None) -> Interest:
+    key = (resource, namespace, selection)
+    with _interests_lock:
+        found = _interests.get(key)
+        if found is None:
+            found = _interests[key] = Interest(resource, namespace, selection)
+        return found
+
+
 class _Cursor:
     """What both subscription flavours share: the cursor and the filtering."""
 
@@ -411,18 +476,20 @@ class _Cursor:
         resource: str | None,
         namespace: str | None,
         predicate: Callable[[HubEvent], bool] | None = None,
+        selection: Selects | None = None,
     ) -> None:
         self.hub = hub
         self.cursor = after
         self.resource = resource
         self.namespace = namespace
         self.predicate = predicate
+        self._filter = interest(resource, namespace, selection)
+        # What the hub wakes it for; None (a predicate it cannot group by): every event.
+        self.interest = None if predicate else self._filter
         self.live = False  # caught up with the ring at least once
 
     def _wanted(self, event: HubEvent) -> bool:
-        if self.resource is not None and event.resource != self.resource:
-            return False
-        if self.namespace is not None and event.namespace != self.namespace:
+        if not self._filter.wants(event):
             return False
         return self.predicate is None or self.predicate(event)
 
@@ -466,7 +533,7 @@ class Subscription(_Cursor):
             if remaining is not None and remaining <= 0:
                 return []
             future: asyncio.Future[bool] = loop.create_future()
-            if self.hub.add_waiter(self.cursor, future):
+            if self.hub.add_waiter(self, future):
                 # A timer on the future itself (True: the hub woke it; False: time is up),
                 # not `asyncio.wait_for`'s timeout scope: a thousand watches wait on every event.
                 timer = None if remaining is None else loop.call_later(remaining, _time_up, future)
@@ -566,7 +633,9 @@ async def subscribe(
     resource: str | None = None,
     namespace: str | None = None,
     predicate: Callable[[HubEvent], bool] | None = None,
+    selection: Selects | None = None,
 ) -> AsyncIterator[Subscription]:
-    """`async with hub.subscribe(after, key, ns) as events:` on the process's hub."""
+    """`async with hub.subscribe(after, key, ns) as events:` on the process's hub; with a
+    `selection`, only the events whose object it matches, now or before the change."""
     hub = await sync_to_async(get_hub, thread_sensitive=False)()
-    yield Subscription(hub, after, resource, namespace, predicate)
+    yield Subscription(hub, after, resource, namespace, predicate, selection)

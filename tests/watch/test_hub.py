@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from asgiref.sync import sync_to_async
 
+from runtimes.api.listoptions import parse_list_options
 from runtimes.registry.kinds import lookup
 from runtimes.storage import compaction, store
 from runtimes.watch import hub
@@ -261,47 +262,134 @@ async def test_a_quiet_watch_that_times_out_leaves_no_waiter_behind() -> None:
     assert quiet._waiters == {}
 
 
+class WatchesOnALoop:
+    """Subscriptions waiting in `next_batch` on an event loop of their own thread, while the
+    test writes and pulls on its own (the database's) thread; counts the hand-overs to the
+    loop (`call_soon_threadsafe`: each a write to its wake-up pipe)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, made: Hub) -> None:
+        self.made = made
+        self.loop = asyncio.new_event_loop()
+        self.handed: list[Any] = []
+        original = self.loop.call_soon_threadsafe
+
+        def counted(callback: Any, *args: Any) -> Any:
+            if callback.__module__ == hub.__name__:  # not the test's own
+                self.handed.append(callback)
+            return original(callback, *args)
+
+        monkeypatch.setattr(self.loop, "call_soon_threadsafe", counted)
+        self.subscriptions: list[hub.Subscription] = []
+        self.tasks: list[asyncio.Task[list[HubEvent]]] = []
+
+    def wait(self, subscriptions: list[hub.Subscription]) -> None:
+        """Each of `subscriptions` waiting in next_batch (at most 10 s)."""
+        self.subscriptions = subscriptions
+        waiting = threading.Event()
+
+        async def start() -> None:
+            self.tasks = [asyncio.create_task(s.next_batch(10)) for s in subscriptions]
+            while len(self.made._waiters) < len(self.tasks):
+                await asyncio.sleep(0.01)
+            waiting.set()
+
+        self.thread = threading.Thread(target=self.loop.run_forever)
+        self.thread.start()
+        asyncio.run_coroutine_threadsafe(start(), self.loop)
+        assert waiting.wait(5)
+
+    def settle(self) -> list[list[int] | None]:
+        """What each got so far (None: still waiting), after the loop ran what was handed."""
+        asyncio.run_coroutine_threadsafe(asyncio.sleep(0.05), self.loop).result(5)
+        return [(t.exception() or revisions(t.result())) if t.done() else None for t in self.tasks]
+
+    def close(self) -> None:
+        for task in self.tasks:
+            self.loop.call_soon_threadsafe(task.cancel)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(5)
+        self.loop.close()
+
+
+@pytest.fixture
+def on_a_loop(monkeypatch: pytest.MonkeyPatch) -> Any:
+    made: list[WatchesOnALoop] = []
+
+    def make(hub_: Hub) -> WatchesOnALoop:
+        made.append(WatchesOnALoop(monkeypatch, hub_))
+        return made[-1]
+
+    yield make
+    for watches in made:
+        watches.close()
+
+
 @pytest.mark.django_db
 def test_an_event_wakes_every_waiting_watch_with_one_hand_over_to_their_loop(
-    rt: Any, monkeypatch: pytest.MonkeyPatch
+    rt: Any, on_a_loop: Any
 ) -> None:
-    # Each hand-over (`call_soon_threadsafe`) is a write to the loop's wake-up pipe, made under
-    # the hub's lock: one per waiting watch was a thousand system calls an event at 1,000.
+    # One per waiting watch, made under the hub's lock, was a thousand system calls an event
+    # at 1,000 watches.
     store.create(rt, "demo", runtime_manifest("a"))
     made = fresh_hub()
-    loop = asyncio.new_event_loop()
-    handed: list[Any] = []
-    original = loop.call_soon_threadsafe
+    watches = on_a_loop(made)
+    watches.wait([made.subscribe(made.last, rt.key) for _ in range(200)])
+    written = touch(rt, "a", "1")
+    made.pull()
+    assert watches.settle() == [[written]] * 200
+    assert all(s.waited for s in watches.subscriptions)
+    assert len(watches.handed) == 1
 
-    def counted(callback: Any, *args: Any) -> Any:
-        handed.append(callback)
-        return original(callback, *args)
 
-    monkeypatch.setattr(loop, "call_soon_threadsafe", counted)
-    waiting = threading.Event()
+def _labelled(rt: Any, name: str, value: str) -> int:
+    def change(obj: dict[str, Any]) -> dict[str, Any]:
+        obj["metadata"]["labels"]["bench"] = value
+        return obj
 
-    async def watches() -> list[list[int]]:
-        subscriptions = [made.subscribe(made.last, rt.key) for _ in range(200)]
-        tasks = [asyncio.create_task(s.next_batch(10)) for s in subscriptions]
-        while len(made._waiters) < len(tasks):
-            await asyncio.sleep(0.01)
-        waiting.set()
-        batches = await asyncio.gather(*tasks)
-        assert all(s.waited for s in subscriptions)
-        return [revisions(batch) for batch in batches]
+    return int(store.mutate(rt, "demo", name, change).object["metadata"]["resourceVersion"])
 
-    result: list[list[list[int]]] = []
-    thread = threading.Thread(target=lambda: result.append(loop.run_until_complete(watches())))
-    thread.start()
-    try:
-        assert waiting.wait(5)
-        written = touch(rt, "a", "1")
-        made.pull()
-        thread.join(10)
-    finally:
-        loop.close()
-    assert result == [[[written]] * 200]
-    assert len(handed) == 1
+
+@pytest.mark.django_db
+def test_a_watch_is_woken_only_by_the_changes_its_selection_is_for(rt: Any, on_a_loop: Any) -> None:
+    store.create(rt, "demo", runtime_manifest("probe"))
+    store.create(rt, "demo", runtime_manifest("other"))
+    _labelled(rt, "probe", "probe")
+    made = fresh_hub()
+    made.pull()  # warm: a cache that comes to be ready wakes every watch
+    probe = parse_list_options(rt, {"labelSelector": "bench=probe"}, None).selection
+    watches = on_a_loop(made)
+    watches.wait([made.subscribe(made.last, rt.key, "demo", selection=probe) for _ in range(50)])
+    # Other objects' changes: nobody wakes, and every cursor moves past them.
+    elsewhere = touch(rt, "other", "1")
+    store.create(rt, "demo", runtime_manifest("third"))
+    made.pull()
+    assert watches.settle() == [None] * 50
+    assert watches.handed == []
+    assert {s.cursor for s in watches.subscriptions} == {made.last}
+    assert made.last > elsewhere
+    # Leaving the selection is a change it is for (the watch says DELETED).
+    left = _labelled(rt, "probe", "gone")
+    made.pull()
+    assert watches.settle() == [[left]] * 50
+    assert len(watches.handed) == 1
+
+
+@pytest.mark.django_db
+def test_a_sleeping_watch_is_woken_by_a_compaction_gap(rt: Any, on_a_loop: Any) -> None:
+    store.create(rt, "demo", runtime_manifest("other"))
+    made = fresh_hub()
+    made.pull()  # warm: a cache that comes to be ready wakes every watch
+    probe = parse_list_options(rt, {"labelSelector": "bench=probe"}, None).selection
+    watches = on_a_loop(made)
+    watches.wait([made.subscribe(made.last, rt.key, "demo", selection=probe)])
+    for i in range(6):
+        touch(rt, "other", str(i))  # none for it
+    compaction.compact(keep=2)  # the hub never read the first four
+    made.pull()
+    # Events nobody read are gone: it may not sleep past them as if it had seen them all; it
+    # wakes, and finds it can't go on (the stream ends; an informer lists again).
+    assert len(watches.handed) == 1
+    assert [type(got) for got in watches.settle()] == [TooSlow]
 
 
 @pytest.mark.django_db
