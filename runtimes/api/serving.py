@@ -11,6 +11,7 @@ the server half-closes, reads and discards what the client still sends for ``LIN
 
 from __future__ import annotations
 
+import gc
 import logging
 import socket
 from collections.abc import Callable
@@ -103,6 +104,29 @@ def status_bytes(error: ApiError) -> bytes:
         "Connection: close\r\n\r\n"
     )
     return head.encode("ascii") + payload
+
+
+# The cyclic collector's thresholds while serving (Python's: 700, 10, 10). A young collection
+# after 5,000 new containers, not 700, lets a request's objects die young (by reference count)
+# instead of being promoted; a full one waits for 100 middle ones, not 10. At 10,000 objects and
+# 1,000 watchers (`make bench-scale`, nodus alone, one run each), Python's thresholds made 34
+# full collections of 130-310 ms each and 518 young ones over 5 ms, 9.4 s of pauses in all; these
+# made no full one and 345 young ones over 5 ms (at most 107 ms), 4.2 s, at a peak RSS of 408 MB
+# against 389.
+COLLECTOR_THRESHOLDS = (5_000, 20, 100)
+
+
+def settle_collector() -> None:
+    """Sets the collector up for serving, once everything the process keeps is loaded.
+
+    Everything set up so far (modules, settings, URL patterns, schemas: about 260,000 objects)
+    lives as long as the process. Frozen, the collector no longer walks it on every full
+    collection: the first one under a burst of requests stalled every request for 1.5-2.7 s (a
+    client's slowest of 80 lists beside 200 greedy ones: 2.1-2.9 s, then 0.95 s with this;
+    docs/benchmarks.md, "Fairness under a greedy client")."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(*COLLECTOR_THRESHOLDS)
 
 
 def _sendable_now(transport: Any) -> bool:

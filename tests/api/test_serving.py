@@ -8,6 +8,7 @@ against a live server.
 
 from __future__ import annotations
 
+import gc
 import re
 import socket
 from pathlib import Path
@@ -502,3 +503,15 @@ def test_a_tls_or_closing_connection_writes_through_twisted(pair: Any) -> None:
     _channel_over(closing).write(b"bye")
     assert (tls.queued, closing.queued) == ([b"secret"], [b"bye"])
     assert _read_all(theirs) == b""
+
+
+def test_the_collector_is_settled_for_serving() -> None:
+    before, frozen = gc.get_threshold(), gc.get_freeze_count()
+    try:
+        serving.settle_collector()
+        assert gc.get_threshold() == serving.COLLECTOR_THRESHOLDS
+        assert gc.get_freeze_count() > frozen
+        assert serving.COLLECTOR_THRESHOLDS[0] > before[0]
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*before)

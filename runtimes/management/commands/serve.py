@@ -10,7 +10,6 @@ every request's size and time (`runtimes.api.serving`).
 from __future__ import annotations
 
 import argparse
-import gc
 import os
 import shlex
 import signal
@@ -171,7 +170,7 @@ class Command(BaseCommand):
         from nodus_console.asgi import application
         from runtimes.api import draining
         from runtimes.api.flowcontrol import executor_threads
-        from runtimes.api.serving import Server, share_ports
+        from runtimes.api.serving import Server, settle_collector, share_ports
 
         if os.environ.get(SHARED_PORTS) == "1":
             share_ports()
@@ -199,13 +198,7 @@ class Command(BaseCommand):
         # default is 5): a request waits about that long, not five times as long, each time
         # it wants the lock back from a busy thread (the embedded controller, a big list).
         sys.setswitchinterval(settings.NODUS_SWITCH_INTERVAL_MS / 1000)
-        # Everything set up so far (modules, settings, URL patterns, schemas: about 260,000
-        # objects) lives as long as the process. Frozen, the cyclic collector no longer walks it
-        # on every full collection: the first one under a burst of requests stalled every request
-        # for 1.5-2.7 s (a client's slowest of 80 lists beside 200 greedy ones: 2.1-2.9 s, then
-        # 0.95 s with this; docs/benchmarks.md, "Fairness under a greedy client").
-        gc.collect()
-        gc.freeze()
+        settle_collector()
         server.run()
 
     def _promoted(self) -> bool:
