@@ -298,7 +298,7 @@ class Hub:
             if new and interest is not None and self.ring_from <= cursor.cursor < new[0].revision:
                 hit = wanted.get(interest)
                 if hit is None:
-                    hit = wanted[interest] = any(interest.wants(event) for event in new)
+                    hit = wanted[interest] = _wants_any(interest, new)
                 if not hit:
                     cursor.cursor = max(cursor.cursor, new[-1].revision)
                     self._waiters[future] = (loop, cursor)
@@ -414,6 +414,16 @@ def _resolve_all(futures: list[asyncio.Future[bool]]) -> None:
     for future in futures:
         if not future.done():
             future.set_result(True)  # woken: there may be something new
+
+
+def _wants_any(interest: Interest, new: list[HubEvent]) -> bool:
+    """Whether some of `new` is for `interest`; True when that can't be told (a selection that
+    fails on an object): the watch's own filtering meets it then, on its own stream, not here
+    under the hub's lock, in a commit's hook or the dispatcher."""
+    try:
+        return any(interest.wants(event) for event in new)
+    except Exception:  # a failure of one watch's selection is that watch's
+        return True
 
 
 def _time_up(future: asyncio.Future[bool]) -> None:

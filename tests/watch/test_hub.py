@@ -446,3 +446,25 @@ def test_events_below_the_hot_ones_keep_only_their_text_and_read_the_same(
     assert first.previous is not None
     assert first.previous["metadata"]["annotations"]["v"] == "0"
     assert first.object is first.object
+
+
+class _Failing:
+    """A selection that fails on every object."""
+
+    def matches(self, obj: Any) -> bool:
+        raise ValueError("no")
+
+
+@pytest.mark.django_db
+def test_a_selection_that_fails_wakes_its_watch_and_leaves_the_hub_running(
+    rt: Any, on_a_loop: Any
+) -> None:
+    store.create(rt, "demo", runtime_manifest("a"))
+    made = fresh_hub()
+    made.pull()
+    watches = on_a_loop(made)
+    watches.wait([made.subscribe(made.last, rt.key, "demo", selection=_Failing())])
+    touch(rt, "a", "1")
+    made.pull()  # does not raise
+    assert len(watches.handed) == 1
+    assert [type(got) for got in watches.settle()] == [ValueError]  # its own stream's to meet
