@@ -493,13 +493,15 @@ class _Cursor:
         self.resource = resource
         self.namespace = namespace
         self.predicate = predicate
-        self._filter = interest(resource, namespace, selection)
+        # Its kind and namespace. The selection is the stream's to apply (watchstream.typed,
+        # which tells ADDED, MODIFIED and DELETED apart), not matched here a second time.
+        self._scope = interest(resource, namespace, None)
         # What the hub wakes it for; None (a predicate it cannot group by): every event.
-        self.interest = None if predicate else self._filter
+        self.interest = None if predicate else interest(resource, namespace, selection)
         self.live = False  # caught up with the ring at least once
 
     def _wanted(self, event: HubEvent) -> bool:
-        if not self._filter.wants(event):
+        if not self._scope.wants(event):
             return False
         return self.predicate is None or self.predicate(event)
 
