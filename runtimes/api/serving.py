@@ -178,13 +178,14 @@ class BoundedChannel(http.HTTPChannel):
 
     def write(self, data: bytes) -> None:
         if self._owes(len(data)):
-            self._send([data])
+            self._send([data], len(data))
 
     def writeSequence(self, iovec: list[bytes]) -> None:
-        if self._owes(sum(len(part) for part in iovec)):
-            self._send(iovec)
+        size = sum(len(part) for part in iovec)
+        if self._owes(size):
+            self._send(iovec, size)
 
-    def _send(self, parts: list[bytes]) -> None:
+    def _send(self, parts: list[bytes], size: int) -> None:
         """Hands `parts` to the socket at once when nothing is queued before them (an answer,
         a watch's event to a client that keeps up); what the socket does not take, or every
         write of a TLS or otherwise busy connection, goes through Twisted's buffer as before.
@@ -198,7 +199,7 @@ class BoundedChannel(http.HTTPChannel):
             sent = transport.socket.sendmsg(parts)
         except OSError:  # full (EAGAIN) or gone (EPIPE, ECONNRESET): Twisted's write handles it
             sent = 0
-        if sent < sum(len(part) for part in parts):
+        if sent < size:
             transport.write(b"".join(parts)[sent:])
 
     def _streaming(self) -> bool:
