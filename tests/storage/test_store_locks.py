@@ -76,3 +76,44 @@ def test_a_write_still_locked_is_503_and_writes_nothing(actors: object) -> None:
     assert refused.value.retry_after == 1
     with pytest.raises(ApiError):
         store.get(TRAINING_RUNTIMES, "demo", "never")
+
+
+def _annotate(obj: dict, key: str, value: str) -> dict:
+    obj["metadata"].setdefault("annotations", {})[key] = value
+    return obj
+
+
+def test_a_patch_that_keeps_losing_the_race_lands_under_the_write_lock(actors: object) -> None:
+    """kube's GuaranteedUpdate never answers a patch without preconditions 409: however many
+    writers race it. Here a rival commits to the object between every read and commit of ours
+    that it can; after OPTIMISTIC_TRIES losses ours takes the write lock before it reads, the
+    rival waits for it, and both changes land."""
+    store.create(TRAINING_RUNTIMES, "demo", runtime_manifest("contended"))
+    rivals: list[threading.Thread] = []
+
+    def rival(number: int) -> None:
+        try:
+            store.mutate(
+                TRAINING_RUNTIMES,
+                "demo",
+                "contended",
+                lambda obj: _annotate(obj, f"rival-{number}", "landed"),
+            )
+        finally:
+            connection.close()
+
+    def change(obj: dict) -> dict:
+        thread = threading.Thread(target=rival, args=(len(rivals),), daemon=True)
+        rivals.append(thread)
+        thread.start()
+        thread.join(0.5)  # commits at once, unless our write holds the lock
+        return _annotate(obj, "mine", "landed")
+
+    written = store.mutate(TRAINING_RUNTIMES, "demo", "contended", change)
+    for thread in rivals:
+        thread.join(10)
+
+    assert len(rivals) == store.OPTIMISTIC_TRIES + 1
+    assert written.object["metadata"]["annotations"]["mine"] == "landed"
+    annotations = store.get(TRAINING_RUNTIMES, "demo", "contended")["metadata"]["annotations"]
+    assert annotations == {"mine": "landed"} | {f"rival-{n}": "landed" for n in range(len(rivals))}
