@@ -132,7 +132,11 @@ class Hub:
         with self._lock:
             self._wake_waiters()
 
-    def wake(self, _revision: int = 0) -> None:
+    def wake(self, revision: int = 0) -> None:
+        """Has the dispatcher pull from the log: unless `revision` is one it holds already (a
+        commit of this process's, offered at commit), which needs no read at all."""
+        if 0 < revision <= self.last:
+            return
         self._wake.set()
 
     def offer(self, row: tuple[int, str, str, str, str, str, str]) -> None:

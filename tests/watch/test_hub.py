@@ -426,6 +426,27 @@ def test_a_commit_in_this_process_reaches_the_cache_at_commit_and_the_pull_adds_
 
 
 @pytest.mark.django_db
+def test_a_commit_the_hub_already_holds_does_not_wake_its_pull(rt: Any) -> None:
+    """Each create used to have the dispatcher read the counter and the log again, to find
+    nothing: the commit had offered its event already. Only a revision it lacks wakes it."""
+    from runtimes.storage import events
+
+    made = fresh_hub()
+    made.pull()
+    events.subscribe_commits(made.offer)
+    events.subscribe(made.wake)
+    try:
+        made._wake.clear()
+        store.create(rt, "demo", runtime_manifest("held"))
+        assert not made._wake.is_set()
+        made.wake(made.last + 1)  # another process's commit, say: only the log has it
+        assert made._wake.is_set()
+    finally:
+        events.unsubscribe(made.wake)
+        events.unsubscribe_commits(made.offer)
+
+
+@pytest.mark.django_db
 def test_events_below_the_hot_ones_keep_only_their_text_and_read_the_same(
     rt: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
