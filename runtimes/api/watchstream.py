@@ -143,8 +143,26 @@ def still_allowed(
     return recheck
 
 
+# How many selections' verdicts an event keeps: a herd shares a few; a thousand watches each on
+# a selector of its own work theirs out each time rather than grow every event in the ring.
+VERDICTS_KEPT = 8
+
+
 def typed(event: hub.HubEvent, selection: Selection) -> tuple[str, Obj] | None:
-    """The watch event a change is for this selection (cache_watcher.go's convertToWatchEvent)."""
+    """The watch event a change is for this selection (cache_watcher.go's convertToWatchEvent),
+    worked out once per selection object: the watches of a herd pass the same one."""
+    verdicts = event.verdicts
+    kept = verdicts.get(id(selection))
+    if kept is not None and kept[0] is selection:
+        verdict: tuple[str, Obj] | None = kept[1]
+        return verdict
+    verdict = _typed(event, selection)
+    if len(verdicts) < VERDICTS_KEPT:
+        verdicts[id(selection)] = (selection, verdict)
+    return verdict
+
+
+def _typed(event: hub.HubEvent, selection: Selection) -> tuple[str, Obj] | None:
     if event.type == "DELETED":
         return ("DELETED", event.object) if selection.matches(event.object) else None
     now = selection.matches(event.object)
@@ -310,6 +328,11 @@ async def watch_chunks(plan: WatchPlan) -> AsyncIterator[list[Obj | bytes]]:
         plan.namespace if plan.rt.namespaced else None,
         selection=selection,
     ) as changes:
+        # Equal selections are one object, the hub's interest's: what an event is to it is
+        # worked out by the first watch of a herd and read by the others (typed).
+        shared = changes.interest.selection if changes.interest is not None else None
+        if isinstance(shared, Selection):
+            selection = shared
         while True:
             now = loop.time()
             if now >= deadline:

@@ -49,6 +49,9 @@ class HubEvent:
     # What watchers' encoders made of this event, by media type: serialised once, whatever
     # the number of watchers (kube's cachingObject). Filled by the API layer.
     encoded: dict[Any, bytes] = field(default_factory=dict, compare=False, repr=False)
+    # What it is to the watches of a few selections (watchstream.typed), by the selection's id
+    # beside the selection itself: worked out once for a herd of watches on one selector.
+    verdicts: dict[int, tuple[Any, Any]] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def object(self) -> Obj:
@@ -65,7 +68,9 @@ class HubEvent:
         return before
 
     def release(self) -> None:
-        """Drops the parsed objects that the stored text can give back."""
+        """Drops the parsed objects that the stored text can give back, and what was worked
+        out from them."""
+        self.verdicts = {}
         if self.body:
             self.parsed_object = None
         if self.prev_body:

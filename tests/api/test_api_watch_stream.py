@@ -3,6 +3,7 @@ Table encoding."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import time
 from collections.abc import AsyncIterator
@@ -80,6 +81,53 @@ def test_it_types_changes_against_the_selection() -> None:
     assert away is None
     gone = watchstream.typed(HubEvent(6, RT.key, "demo", "a", "DELETED", before, before), gold)
     assert gone == ("DELETED", before)
+
+
+async def test_watches_on_equal_selections_work_out_an_events_verdict_once(
+    quiet_hub: Hub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A herd of informers on one selector: each event is matched for the first and read by
+    # the rest, through the one selection object their hub interest holds.
+    quiet_hub.ring_size = 100
+    with quiet_hub._lock:
+        quiet_hub._append(
+            [HubEvent(6 + i, RT.key, "demo", f"r{i}", "ADDED", obj(f"r{i}", 6 + i, tier=tier), None)
+             for i, tier in enumerate(["gold", "silver", "gold"])]
+        )  # fmt: skip
+    worked_out: list[int] = []
+    real = watchstream._typed
+
+    def counting(event: HubEvent, chosen: Any) -> Any:
+        worked_out.append(event.revision)
+        return real(event, chosen)
+
+    monkeypatch.setattr(watchstream, "_typed", counting)
+
+    async def names() -> list[str]:
+        opts = ListOptions(timeout_seconds=1, selection=selection(RT, "tier=gold", ""))
+        plan = watchstream.WatchPlan(RT, "demo", opts, 5)
+        return [
+            orjson.loads(watchstream.encoded(e))["object"]["metadata"]["name"]
+            async for chunk in watchstream.watch_chunks(plan)
+            for e in chunk
+        ]
+
+    streams = await asyncio.gather(*(names() for _ in range(3)))
+    assert streams == [["r0", "r2"]] * 3
+    assert sorted(worked_out) == [6, 7, 8]  # once per event, not once per watch
+
+
+def test_a_verdict_is_kept_for_that_selection_object_only_and_goes_with_the_parse() -> None:
+    gold, also_gold = selection(RT, "tier=gold", ""), selection(RT, "tier=gold", "")
+    text = orjson.dumps(obj("a", 2, tier="gold")).decode()
+    event = HubEvent(2, RT.key, "demo", "a", "ADDED", orjson.loads(text), None, text)
+    first = watchstream.typed(event, gold)
+    assert first is not None
+    assert watchstream.typed(event, gold) is first
+    assert watchstream.typed(event, also_gold) == first  # equal, but worked out again
+    assert len(event.verdicts) == 2
+    event.release()
+    assert event.verdicts == {}  # it held the parsed object the release lets go
 
 
 def test_it_sends_table_columns_with_the_first_event_only() -> None:
