@@ -15,7 +15,7 @@ from django.conf import settings
 from django.db import transaction
 
 from runtimes.apimachinery import errors
-from runtimes.storage.models import Event, RevisionCounter
+from runtimes.storage.models import Event, RevisionCounter, read_counter
 
 # Compaction has one owner: `after_commit`, a `runtimes.storage.events` listener (subscribed when
 # the app loads). The log grows only by commits, and every commit passes through it, so checking
@@ -33,8 +33,7 @@ BATCH = 5_000
 
 def floor() -> int:
     """The oldest revision the event log still holds."""
-    value = RevisionCounter.objects.values_list("compacted", flat=True).filter(pk=1).first()
-    return int(value or 0)
+    return read_counter()[1]
 
 
 def oldest_resumable() -> int:
@@ -75,10 +74,7 @@ def compact(keep: int | None = None) -> int:
     after reading rows, so a reader either saw every row or sees the raised floor (410).
     """
     keep = window() if keep is None else keep
-    counter = RevisionCounter.objects.filter(pk=1).values_list("value", "compacted").first()
-    if counter is None:
-        return 0
-    current, compacted = int(counter[0]), int(counter[1])
+    current, compacted = read_counter()
     target = current - keep + 1
     if target <= compacted:
         return compacted

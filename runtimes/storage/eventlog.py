@@ -18,7 +18,7 @@ from django.db import close_old_connections, connection
 
 from runtimes.apimachinery.meta import Obj
 from runtimes.storage import compaction
-from runtimes.storage.models import Event, RevisionCounter
+from runtimes.storage.models import Event, read_counter
 
 LOG_BATCH = 1_000
 
@@ -105,8 +105,7 @@ FIELDS = ("revision", "resource", "namespace", "name", "type", "body", "prev_bod
 
 
 def stored_revision() -> int:
-    value = RevisionCounter.objects.filter(pk=1).values_list("value", flat=True).first()
-    return int(value or 0)
+    return read_counter()[0]
 
 
 def read_log(

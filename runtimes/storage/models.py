@@ -9,7 +9,7 @@ revisions commit in the order they are handed out (on PostgreSQL as on SQLite).
 from __future__ import annotations
 
 from django.conf import settings
-from django.db import models
+from django.db import connection, models
 from django.db.models import Q
 
 
@@ -21,6 +21,17 @@ class RevisionCounter(models.Model):
 
     def __str__(self) -> str:
         return f"revision {self.value}"
+
+
+def read_counter() -> tuple[int, int]:
+    """The counter row's (value, compacted), (0, 0) before the first write. A plain statement:
+    every consistent list and watch set-up reads it, and building the ORM's query cost several
+    times the read."""
+    table = RevisionCounter._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT value, compacted FROM {table} WHERE id = 1")  # noqa: S608
+        row = cursor.fetchone()
+    return (int(row[0]), int(row[1])) if row else (0, 0)
 
 
 class StoredObject(models.Model):

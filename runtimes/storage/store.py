@@ -32,7 +32,7 @@ from runtimes.apimachinery.objectmeta import (
 )
 from runtimes.storage import actor, events
 from runtimes.storage.kinds import StoredKind, WriteStrategy
-from runtimes.storage.models import Project, RevisionCounter, StoredObject
+from runtimes.storage.models import Project, RevisionCounter, StoredObject, read_counter
 
 FIELD_VALIDATION = ("Ignore", "Warn", "Strict")
 
@@ -62,7 +62,7 @@ def loads(text: str) -> Obj:
 
 
 def current_revision() -> int:
-    return int(RevisionCounter.objects.values_list("value", flat=True).get(pk=1))
+    return read_counter()[0]
 
 
 def _ns(rt: StoredKind, namespace: str | None) -> str:
