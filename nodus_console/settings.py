@@ -638,7 +638,7 @@ NODUS_FLOW_SEATS = declare(
     "NODUS_FLOW_SEATS", int, 24, "API Priority and Fairness: the seats the priority levels share"
 )
 NODUS_FLOW_LIST_WIDTH = declare(
-    "NODUS_FLOW_LIST_WIDTH", int, 6, "seats a list (or a watch's initial list) takes"
+    "NODUS_FLOW_LIST_WIDTH", int, 8, "seats a list (or a watch's initial list) takes"
 )
 NODUS_FLOW_QUEUE_LENGTH = declare(
     "NODUS_FLOW_QUEUE_LENGTH", int, 16, "requests at most waiting in one fair queue; past it, 429"
