@@ -39,3 +39,31 @@ def test_it_refuses_the_token_of_an_inactive_user(actors: dict[str, Any]) -> Non
     actors["charlie"].is_active = False
     actors["charlie"].save()
     assert user_for(token) is None
+
+
+def test_a_flush_of_last_used_times_locks_the_tokens_in_one_order(
+    actors: dict[str, Any], settings: Any
+) -> None:
+    """Workers that flush at once must take the rows' locks in the same order, or PostgreSQL
+    aborts one batch as a deadlock: tokens noted in any order are written by ascending key."""
+    from datetime import UTC, datetime
+
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from runtimes.accounts.tokens import _Touches
+
+    rows = [ApiToken.objects.get(digest=digest(create_token(actors["alice"], f"t{n}")[1]))
+            for n in range(4)]  # fmt: skip
+    settings.NODUS_TOKEN_TOUCH_SECONDS = 3600  # the batching thread waits; we flush by hand
+    touches = _Touches()
+    when = datetime(2026, 12, 6, tzinfo=UTC)
+    for row in [rows[2], rows[0], rows[3], rows[1]]:
+        touches.note(row.pk, when)
+    with CaptureQueriesContext(connection) as queries:
+        touches.flush()
+    updated = [q["sql"] for q in queries.captured_queries if q["sql"].startswith("UPDATE")]
+    assert [sql.endswith(f'"id" = {row.pk}') for row, sql in zip(rows, updated, strict=True)] == [
+        True
+    ] * 4
+    assert all(r.last_used_at == when for r in ApiToken.objects.filter(pk__in=[r.pk for r in rows]))
