@@ -18,7 +18,7 @@ from django.db import close_old_connections, connection
 
 from runtimes.apimachinery.meta import Obj
 from runtimes.storage import compaction
-from runtimes.storage.models import Event, read_counter
+from runtimes.storage.models import Event
 
 LOG_BATCH = 1_000
 
@@ -102,10 +102,6 @@ def parse_event(row: tuple[int, str, str, str, str, str, str]) -> HubEvent:
 
 
 FIELDS = ("revision", "resource", "namespace", "name", "type", "body", "prev_body")
-
-
-def stored_revision() -> int:
-    return read_counter()[0]
 
 
 def read_log(

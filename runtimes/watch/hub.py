@@ -32,9 +32,9 @@ from runtimes.storage.eventlog import (
     parse_event,
     read_log,
     run_db,
-    stored_revision,
 )
 from runtimes.storage.models import Event, StoredObject
+from runtimes.storage.store import current_revision
 from runtimes.watch import nudge
 from runtimes.watch.cache import CachedSnapshot, Entry, Lookup, WatchCache
 
@@ -110,7 +110,7 @@ class Hub:
     def start(self) -> None:
         if self._thread is not None:
             return
-        self.last = self.ring_from = closing(stored_revision)()
+        self.last = self.ring_from = closing(current_revision)()
         if self.with_cache:
             closing(self._warm_and_pull)()
         self._thread = threading.Thread(target=self._run, name="nodus-hub", daemon=True)
@@ -223,11 +223,11 @@ class Hub:
     def pull(self) -> None:
         """Reads every committed event after `last` into the ring and wakes the watchers."""
         seen = self.last  # before the store's revision: a commit offered meanwhile is below it
-        current = stored_revision()
+        current = current_revision()
         if current < seen:
             self._reset(current)  # the store was recreated (tests); start over from it
             self._warm()
-            current = stored_revision()
+            current = current_revision()
         while current > self.last:
             after = self.last
             rows = list(
@@ -243,7 +243,7 @@ class Hub:
                     self.last = self.ring_from = current
                     self._revisions.clear()
                     self._events.clear()
-                current = stored_revision()  # the rows just read may be newer: catch up
+                current = current_revision()  # the rows just read may be newer: catch up
                 continue
             new = [parse_event(r) for r in rows]
             # The floor is read after the rows (compaction raises it before deleting), so a
@@ -252,7 +252,7 @@ class Hub:
                 # Compaction removed events we never read: the ring restarts after the gap, so
                 # nobody is served a stream with a hole in it (they get TooOld/TooSlow).
                 self._warm()
-                current = max(current, stored_revision())
+                current = max(current, current_revision())
                 with self._lock:
                     self._revisions.clear()
                     self._events.clear()
