@@ -488,7 +488,8 @@ def _guaranteed(rt: StoredKind, name: str, attempt: Callable[[], WriteResult]) -
     for tried in range(LOCK_RETRIES):
         try:
             with one_writer(), transaction.atomic():
-                _take_write_lock()
+                with connection.cursor() as cursor:
+                    _lock_counter(cursor)
                 return attempt()
         except _Stale:
             # Under the lock only a write that bypassed the counter could move the row.
@@ -516,11 +517,13 @@ def one_writer() -> contextlib.AbstractContextManager[object]:
     return contextlib.nullcontext()
 
 
-def _take_write_lock() -> None:
-    """Holds the counter row till the transaction ends; every commit takes it first."""
+def _lock_counter(cursor: Any) -> int:
+    """The store's revision, its row held till the transaction ends: every commit takes it
+    first, so holding it is holding the store's write lock."""
     counter = RevisionCounter._meta.db_table
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT value FROM {counter} WHERE id = 1{_for_update()}")  # noqa: S608
+    cursor.execute(f"SELECT value FROM {counter} WHERE id = 1{_for_update()}")  # noqa: S608
+    (current,) = cursor.fetchone()
+    return int(current)
 
 
 def _tables() -> tuple[str, str, str]:
@@ -598,8 +601,7 @@ def _commit_once(
     # critical path, and building the ORM's queries cost more than running them.
     objects, log, counter = _tables()
     with one_writer(), transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(f"SELECT value FROM {counter} WHERE id = 1{_for_update()}")  # noqa: S608
-        (current,) = cursor.fetchone()
+        current = _lock_counter(cursor)
         cursor.execute(
             f"SELECT id, revision, body FROM {objects} "  # noqa: S608
             "WHERE resource = %s AND namespace = %s AND name = %s",
@@ -610,7 +612,7 @@ def _commit_once(
             raise errors.already_exists(rt.plural, rt.group, name)
         if expected is not None and (row is None or int(row[1]) != expected):
             raise _Stale
-        revision = int(current) + 1
+        revision = current + 1
         cursor.execute(f"UPDATE {counter} SET value = %s WHERE id = 1", [revision])  # noqa: S608
         prev_body = row[2] if row is not None else ""
         if new is not None:
