@@ -50,14 +50,13 @@ from runtimes.apimachinery.errors import ApiError
 # (`tokens.remembered`); until then they are global-default, one flow per token.
 #
 # Seats: the process has NODUS_FLOW_SEATS (24), shared by workload-high and global-default in
-# proportion to their shares (40:20, kube's); a level may borrow seats no other level is
-# waiting for. A list (and a watch's initial list, until its response starts) is
-# NODUS_FLOW_LIST_WIDTH seats wide (8, all of global-default's own; a request is never wider
-# than its level's seats): each costs a thread of Python on one interpreter lock, and lists run
-# side by side only share it. With lists 2 wide, twelve of a greedy client's ran at once and a
-# polite client's list waited on all of them (`benchmarks/run.py fairness`: its p99 19-24x its
-# idle p99); 6 wide, four at most, 8.3-9.0x; 8 wide, three (borrowing), 6.3-9.0x, with the
-# herd of 1,000 informers no slower. A get or a write stays 1 wide.
+# proportion to their shares (40:20, kube's). A list (and a watch's initial list, until its
+# response starts) is NODUS_FLOW_LIST_WIDTH seats wide (8, all of global-default's own; a
+# request is never wider than its level's seats): each costs a thread of Python on one
+# interpreter lock, and lists side by side only share it. A level may borrow seats no other
+# level waits for, except for a list (it would only slow the lists beside it) and except past
+# its level's own seats for one flow (borrowing serves other flows, it does not multiply a
+# greedy one); see `fairqueuing.Dispatcher._may_borrow`. A get or a write stays 1 wide.
 # Queues: 128 per level (kube's), a flow dealt 6 of them (shuffle sharding), at most
 # NODUS_FLOW_QUEUE_LENGTH (16) waiting in each (kube's 50 would let one flow park 300), and
 # a wait of at most NODUS_FLOW_QUEUE_SECONDS (15: kube's, a quarter of its 60 s request timeout).

@@ -100,8 +100,57 @@ def test_another_flows_request_runs_before_a_greedy_flows_backlog() -> None:
         return served
 
     served = asyncio.run(scenario())
-    # The greedy flow holds at most its hand of 6 queues; the polite one runs within 7 turns.
-    assert served.index("polite") <= 6, served[:10]
+    # The greedy flow's backlog fills its hand of 6 queues; the first seat freed after the
+    # polite request arrived is its.
+    assert served.index("polite") == 0, served[:10]
+
+
+def test_one_flow_borrows_no_seats_past_its_levels_own_but_another_flow_may() -> None:
+    async def scenario() -> tuple[bool, bool, int]:
+        d = dispatcher(seats=6)  # global-default's own: 2; workload-high's 4 are idle
+        own = [await d.acquire(GLOBAL_DEFAULT, "greedy") for _ in range(2)]
+        more = asyncio.create_task(d.acquire(GLOBAL_DEFAULT, "greedy"))
+        other = asyncio.create_task(d.acquire(GLOBAL_DEFAULT, "polite"))
+        await asyncio.sleep(0.01)
+        waited, borrowed = not more.done(), other.done()
+        d.release(own[0])  # type: ignore[arg-type]
+        await asyncio.wait_for(more, 1)
+        return waited, borrowed, d.in_use(GLOBAL_DEFAULT)
+
+    waited, borrowed, in_use = asyncio.run(scenario())
+    assert waited  # the greedy flow holds its level's 2 seats: a third waits for one of them
+    assert borrowed  # the polite flow runs at once on a seat workload-high does not use
+    assert in_use == 3
+
+
+def test_a_flows_list_waits_for_its_own_seat_then_goes_before_narrower_requests() -> None:
+    async def scenario() -> tuple[bool, bool, int]:
+        d = dispatcher(seats=6)  # global-default's own: 2, a list's width; workload-high's: 4
+        mine = await d.acquire(GLOBAL_DEFAULT, "lister")
+        await d.acquire(GLOBAL_DEFAULT, "a")  # global-default's own seats are full
+        listing = asyncio.create_task(d.acquire(GLOBAL_DEFAULT, "lister", width=2))
+        gets = [asyncio.create_task(d.acquire(GLOBAL_DEFAULT, f"c{i % 2}")) for i in range(20)]
+        await asyncio.sleep(0.01)
+        passed_over = not listing.done()  # its flow holds a seat: it may not borrow
+        d.release(mine)  # type: ignore[arg-type]
+        for _ in range(100):  # each borrowed seat is given back as soon as it is given
+            if listing.done():
+                break
+            for get in gets:
+                if get.done() and not get.result().released:  # type: ignore[union-attr]
+                    d.release(get.result())  # type: ignore[arg-type]
+            await asyncio.sleep(0)
+        granted = listing.done() and isinstance(listing.result(), Ticket)
+        still_waiting = sum(not get.done() for get in gets)
+        for get in gets:
+            get.cancel()
+        await asyncio.gather(*gets, return_exceptions=True)
+        return passed_over, granted, still_waiting
+
+    passed_over, granted, still_waiting = asyncio.run(scenario())
+    assert passed_over
+    assert granted
+    assert still_waiting > 0  # the gets, which may borrow, did not all go before it
 
 
 def test_a_cancelled_waiter_leaves_its_queue_and_seats_stay_counted_right() -> None:
