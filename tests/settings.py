@@ -20,9 +20,5 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":  # noqa: F405
     # worker (pytest-django suffixes the name), not Django's in-memory shared-cache database.
     DATABASES["default"]["TEST"] = {"NAME": str(DATA_DIR / "test.sqlite3")}  # noqa: F405
 
-# A token's last use is written by the request that used it, not by a thread that could
-# outlive the test.
-NODUS_TOKEN_TOUCH_SECONDS = 0
-
 # The actors fixture hashes a password per actor per test; PBKDF2 would cost seconds a test.
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

@@ -12,7 +12,7 @@ from datetime import datetime
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import close_old_connections, connection, transaction
+from django.db import connection, connections, transaction
 from django.utils import timezone
 
 from runtimes.accounts import oidc, revocation
@@ -92,8 +92,9 @@ def _active_user(user_id: int, epoch: int) -> AbstractBaseUser | None:
 class _Touches:
     """`last_used_at` writes, off the request path: a read is never a write transaction (on
     SQLite every write waits for the one writer). Noted tokens are written together every
-    `NODUS_TOKEN_TOUCH_SECONDS` (10) by a thread of their own; 0 writes at once (the
-    in-process tests). At most that long of "last used" is lost if the process dies."""
+    `NODUS_TOKEN_TOUCH_SECONDS` (10) by a thread of their own, which holds no database
+    connection between its writes; 0 writes at once. At most that long of "last used" is lost
+    if the process dies."""
 
     def __init__(self) -> None:
         self._due: dict[int, datetime] = {}
@@ -144,7 +145,7 @@ class _Touches:
             except Exception:  # the database is away: these few are lost, the next go through
                 log.warning("could not record when tokens were last used", exc_info=True)
             finally:
-                close_old_connections()
+                connections.close_all()  # this thread's: it sleeps without one
 
 
 _touches = _Touches()

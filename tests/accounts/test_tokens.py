@@ -67,3 +67,21 @@ def test_a_flush_of_last_used_times_locks_the_tokens_in_one_order(
         True
     ] * 4
     assert all(r.last_used_at == when for r in ApiToken.objects.filter(pk__in=[r.pk for r in rows]))
+
+
+def test_the_batching_thread_writes_a_noted_use_on_its_own(
+    actors: dict[str, Any], settings: Any
+) -> None:
+    import time
+    from datetime import UTC, datetime
+
+    from runtimes.accounts.tokens import _Touches
+
+    row = ApiToken.objects.get(digest=digest(create_token(actors["alice"], "batched")[1]))
+    settings.NODUS_TOKEN_TOUCH_SECONDS = 0.05
+    when = datetime(2026, 12, 6, 11, tzinfo=UTC)
+    _Touches().note(row.pk, when)
+    deadline = time.monotonic() + 10
+    while ApiToken.objects.get(pk=row.pk).last_used_at is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert ApiToken.objects.get(pk=row.pk).last_used_at == when
