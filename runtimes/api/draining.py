@@ -204,10 +204,12 @@ def _reactor() -> Any:
 def _stop_listening() -> int:
     from twisted.internet import tcp
 
+    from runtimes.api.serving import stop_accepting
+
     ports = [r for r in _reactor().getReaders() if isinstance(r, tcp.Port)]
     for port in ports:
         port.stopListening()
-    return len(ports)
+    return len(ports) + stop_accepting()  # the listeners that accept on a thread
 
 
 def _send_going_away() -> None:

@@ -26,6 +26,7 @@ from django.conf import settings
 from twisted.internet import tcp
 from twisted.web import http
 
+from runtimes.api import liveness
 from runtimes.api.requestid import too_large
 from runtimes.apimachinery.errors import ApiError
 
@@ -491,6 +492,44 @@ def share_ports() -> None:
 
     create.shared = True  # type: ignore[attr-defined]
     tcp.Port.createInternetSocket = create  # type: ignore[method-assign]
+    global _PORTS_SHARED
+    _PORTS_SHARED = True
+
+
+_PORTS_SHARED = False
+_ACCEPTORS: list[liveness.Acceptor] = []
+
+
+def listening_socket(endpoint: str) -> socket.socket:
+    """A bound, listening socket for a `tcp:` endpoint description (port, interface, backlog),
+    as Twisted's TCP port makes one (SO_REUSEADDR; SO_REUSEPORT once `share_ports` ran)."""
+    options: dict[str, str] = {}
+    escaped = "\N{NULL}"  # an escaped colon (an IPv6 interface's) while the options split
+    rest = endpoint.removeprefix("tcp:").replace("\\:", escaped)
+    for index, part in enumerate(rest.split(":")):
+        key, equals, value = part.partition("=")
+        if not equals:
+            key, value = ("port" if index == 0 else key), part
+        options[key] = value.replace(escaped, ":")
+    interface = options.get("interface", "")
+    family = socket.AF_INET6 if ":" in interface else socket.AF_INET
+    made = socket.socket(family, socket.SOCK_STREAM)
+    made.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if _PORTS_SHARED:
+        made.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    made.set_inheritable(False)
+    made.bind((interface, int(options["port"])))
+    made.listen(int(options.get("backlog", LISTEN_BACKLOG)))
+    return made
+
+
+def stop_accepting() -> int:
+    """Closes the listeners whose accept loop is `liveness.Acceptor`'s (draining); how many."""
+    stopped = len(_ACCEPTORS)
+    for acceptor in _ACCEPTORS:
+        acceptor.stop()
+    _ACCEPTORS.clear()
+    return stopped
 
 
 def with_backlog(endpoint: str) -> str:
@@ -507,6 +546,43 @@ class Server(DaphneServer):  # type: ignore[misc]
         super().__init__(*args, **kwargs)
         given: list[str] = list(getattr(self, "endpoints", None) or [])
         self.endpoints = [with_backlog(endpoint) for endpoint in given]
+
+    def run(self) -> None:
+        """daphne's run, with each plain TCP listener accepting on a thread of its own, which
+        answers GET /livez there and hands every other connection to Twisted
+        (`runtimes.api.liveness`). TLS listeners stay Twisted's."""
+        from twisted.internet import reactor
+
+        plain = [endpoint for endpoint in self.endpoints if endpoint.startswith("tcp:")]
+        self.endpoints = [endpoint for endpoint in self.endpoints if endpoint not in plain]
+        heartbeat = liveness.Heartbeat()
+        for endpoint in plain:
+            acceptor = liveness.Acceptor(listening_socket(endpoint), self._hand_over, heartbeat)
+            _ACCEPTORS.append(acceptor)
+            reactor.callWhenRunning(acceptor.start)
+            self.listening_addresses.append(acceptor.listening.getsockname()[:2])
+            logging.getLogger("daphne.server").info(
+                "Listening on TCP address %s:%s (GET /livez answered off the event loop)",
+                *acceptor.listening.getsockname()[:2],
+            )
+        reactor.callWhenRunning(heartbeat.start, reactor)
+        super().run()
+
+    def _hand_over(self, connection: socket.socket) -> None:
+        """From the acceptor's thread: the connection becomes Twisted's, on the event loop."""
+        from twisted.internet import reactor
+
+        reactor.callFromThread(self._adopt, connection)
+
+    def _adopt(self, connection: socket.socket) -> None:
+        from twisted.internet import reactor
+
+        try:
+            reactor.adoptStreamConnection(connection.fileno(), connection.family, self.http_factory)
+        except OSError:
+            pass  # the client left before it was adopted
+        finally:
+            connection.close()  # Twisted holds its own duplicate
 
     @property
     def http_factory(self) -> BoundedHTTPFactory:
