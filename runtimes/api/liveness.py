@@ -121,12 +121,12 @@ def probe_answer(data: bytes, alive: bool) -> bytes | None:
 
 class Acceptor:
     """Accepts on `listening` (bound, listening) on a thread: answers probes, and hands every
-    other connection to `hand_over(connection)`, which the caller runs on the event loop."""
+    other connection to `hand_over(connections)`, a turn's at a time, for the event loop."""
 
     def __init__(
         self,
         listening: socket.socket,
-        hand_over: Callable[[socket.socket], None],
+        hand_over: Callable[[list[socket.socket]], None],
         heartbeat: Heartbeat,
     ) -> None:
         self.listening = listening
@@ -136,6 +136,8 @@ class Acceptor:
         self._wake_r, self._wake_w = socket.socketpair()
         self._pending: dict[socket.socket, float] = {}  # connection: when it is handed over
         self._recheck: set[socket.socket] = set()  # sent part of a probe: looked at again soon
+        self._watched: set[socket.socket] = set()  # in the selector: nothing sent yet
+        self._giving: list[socket.socket] = []  # for Twisted, at the end of this turn
         self._stopping = False
         self.thread = threading.Thread(target=self._run, name="nodus-accept", daemon=True)
 
@@ -168,6 +170,7 @@ class Acceptor:
         finally:
             for connection in list(self._pending):
                 self._give(connection)
+            self._hand_on()
             self.selector.close()
             self.listening.close()
             self._wake_r.close()
@@ -187,6 +190,12 @@ class Acceptor:
         for connection, due in list(self._pending.items()):
             if now >= due:
                 self._give(connection)
+        self._hand_on()
+
+    def _hand_on(self) -> None:
+        if self._giving:
+            giving, self._giving = self._giving, []
+            self.hand_over(giving)
 
     def _timeout(self) -> float | None:
         if self._recheck:
@@ -207,15 +216,16 @@ class Acceptor:
                 return
             connection.setblocking(False)
             if len(self._pending) >= MAX_PENDING:
-                self._give(connection, registered=False)
+                self._give(connection)
                 continue
             self._pending[connection] = time.monotonic() + HAND_OVER_SECONDS
-            self.selector.register(connection, selectors.EVENT_READ, None)
+            self._look(connection)  # a client's first bytes are often here already
 
     def _look(self, connection: socket.socket) -> None:
         try:
             data = connection.recv(PEEK_BYTES, socket.MSG_PEEK)
         except (BlockingIOError, InterruptedError):
+            self._watch(connection)
             return
         except OSError:
             self._drop(connection)
@@ -224,14 +234,15 @@ class Acceptor:
             self._drop(connection)  # closed before a word
             return
         if len(data) < PEEK_BYTES and may_become_probe(data):
-            # Level-triggered: its bytes stay readable. Looked at again after a short wait,
+            # Its bytes stay readable (level-triggered): looked at again after a short wait,
             # a few connections at a time (a probe comes in one packet, nearly always).
-            if connection not in self._recheck and len(self._recheck) >= MAX_RECHECKED:
+            if connection in self._recheck:
+                return
+            if len(self._recheck) >= MAX_RECHECKED:
                 self._give(connection)
                 return
-            if connection not in self._recheck:
-                self.selector.unregister(connection)
-                self._recheck.add(connection)
+            self._unwatch(connection)
+            self._recheck.add(connection)
             return
         answer = probe_answer(data, self.heartbeat.alive())
         if answer is None:
@@ -246,17 +257,25 @@ class Acceptor:
         finally:
             connection.close()
 
+    def _watch(self, connection: socket.socket) -> None:
+        if connection not in self._watched:
+            self.selector.register(connection, selectors.EVENT_READ, None)
+            self._watched.add(connection)
+
+    def _unwatch(self, connection: socket.socket) -> None:
+        if connection in self._watched:
+            self.selector.unregister(connection)
+            self._watched.discard(connection)
+
     def _forget(self, connection: socket.socket) -> None:
         self._pending.pop(connection, None)
-        if connection in self._recheck:
-            self._recheck.discard(connection)
-        else:
-            self.selector.unregister(connection)
+        self._recheck.discard(connection)
+        self._unwatch(connection)
 
-    def _give(self, connection: socket.socket, registered: bool = True) -> None:
-        if registered:
-            self._forget(connection)
-        self.hand_over(connection)
+    def _give(self, connection: socket.socket) -> None:
+        """To Twisted, with the others of this turn (one hand-over to the loop)."""
+        self._forget(connection)
+        self._giving.append(connection)
 
     def _drop(self, connection: socket.socket) -> None:
         self._forget(connection)

@@ -568,21 +568,24 @@ class Server(DaphneServer):  # type: ignore[misc]
         reactor.callWhenRunning(heartbeat.start, reactor)
         super().run()
 
-    def _hand_over(self, connection: socket.socket) -> None:
-        """From the acceptor's thread: the connection becomes Twisted's, on the event loop."""
+    def _hand_over(self, connections: list[socket.socket]) -> None:
+        """From the acceptor's thread: the connections become Twisted's, on the event loop."""
         from twisted.internet import reactor
 
-        reactor.callFromThread(self._adopt, connection)
+        reactor.callFromThread(self._adopt, connections)
 
-    def _adopt(self, connection: socket.socket) -> None:
+    def _adopt(self, connections: list[socket.socket]) -> None:
         from twisted.internet import reactor
 
-        try:
-            reactor.adoptStreamConnection(connection.fileno(), connection.family, self.http_factory)
-        except OSError:
-            pass  # the client left before it was adopted
-        finally:
-            connection.close()  # Twisted holds its own duplicate
+        for connection in connections:
+            try:
+                reactor.adoptStreamConnection(
+                    connection.fileno(), connection.family, self.http_factory
+                )
+            except OSError:
+                pass  # the client left before it was adopted
+            finally:
+                connection.close()  # Twisted holds its own duplicate
 
     @property
     def http_factory(self) -> BoundedHTTPFactory:

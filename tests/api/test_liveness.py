@@ -81,8 +81,8 @@ class Listener:
         self.port = self.acceptor.port
         self.acceptor.start()
 
-    def _take(self, connection: socket.socket) -> None:
-        self.handed.append(connection)
+    def _take(self, connections: list[socket.socket]) -> None:
+        self.handed.extend(connections)
         self.handed_one.set()
 
     def connect(self) -> socket.socket:
