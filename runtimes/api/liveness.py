@@ -61,9 +61,12 @@ class Heartbeat:
         return self.clock() - self.at <= LOOP_STALL_SECONDS
 
     def start(self, reactor: Any) -> None:
+        """Beats every `BEAT_SECONDS` on `reactor`'s event loop."""
         from twisted.internet.task import LoopingCall
 
-        LoopingCall(self.beat).start(BEAT_SECONDS, now=True)
+        call = LoopingCall(self.beat)
+        call.clock = reactor
+        call.start(BEAT_SECONDS, now=True)
 
 
 def may_become_probe(data: bytes) -> bool:
