@@ -1,28 +1,25 @@
 """GET /livez answered off the event loop: the plain-HTTP listener accepts on a thread of its own.
 
-kube-apiserver answers its health checks on goroutines of their own, whatever else it is doing.
-Here every request's parsing, middleware and answer share one event loop, and under a herd of
-1,000 informers, or creates fanned out to 1,000 watchers, a request waits for the loop's queue:
-/livez took 150-450 ms at p99, and seconds in the heaviest load (docs/benchmarks.md). A
-liveness probe with a 5 s timeout (deploy/base/api.yaml) would then restart a process that is
-only busy.
-
-So the HTTP listener's socket is accepted on a thread (`Acceptor`). A new connection whose
-first bytes are exactly one `GET /livez` (or `HEAD`) request, headers and all, is answered on
-that thread: `ok`, or a failed `event-loop` check when the loop has not ticked for
-`LOOP_STALL_SECONDS` (a loop that stopped is not alive, whatever this thread says). Every other
-connection goes to Twisted as it arrived, its bytes unread (`adoptStreamConnection`), as if
-Twisted had accepted it; so does one that has sent nothing whole after `HAND_OVER_SECONDS`,
-and Twisted's own deadlines run from then. Anything but that one request (`/livez?verbose`,
-`/livez/ping`, `/readyz`, pipelined requests, a body) is Django's, as before. The TLS listener
-stays Twisted's: its first bytes are a handshake.
-
-Who may ask: anyone, as `health_views.HEALTH` declares for /livez (kube's health endpoints are
-public too). The answer is in neither the request log nor the metrics.
+A new connection whose first bytes are exactly one `GET /livez` (or `HEAD`) request is answered
+on that thread (`Acceptor`): `ok`, or a failed `event-loop` check once the loop has not ticked
+for `LOOP_STALL_SECONDS`, with the headers the application puts on its own /livez answer.
+Every other connection goes to Twisted as it arrived, its bytes unread, as if Twisted had
+accepted it. Anyone may ask, as `health_views.HEALTH` declares for /livez; the answer is in
+neither the request log nor the metrics. The TLS listener stays Twisted's.
 """
+
+# Why: every request's parsing, middleware and answer share one event loop, and under a herd of
+# 1,000 informers, or creates fanned out to 1,000 watchers, a request waits for the loop's
+# queue: /livez took 150-450 ms at p99, and seconds in the heaviest load (docs/benchmarks.md).
+# A liveness probe with a 5 s timeout (deploy/base/api.yaml) would then restart a process that
+# is only busy. kube-apiserver answers its health checks on goroutines of their own.
+# Anything but that one request (`/livez?verbose`, `/livez/ping`, pipelined requests, a body,
+# many header fields) is the application's, as before; so is a connection that has not sent a
+# whole probe within `HAND_OVER_SECONDS`, and Twisted's own deadlines run from then.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import selectors
@@ -45,6 +42,11 @@ MAX_PENDING = 256  # connections being looked at; past it, new ones go to Twiste
 MAX_RECHECKED = 16  # connections with part of a probe, polled; past it, handed on at once
 ACCEPT_BACKOFF_SECONDS = 0.1  # after accept fails (out of descriptors): no busy loop
 PROBES = (b"GET /livez ", b"HEAD /livez ")
+# A probe sends a handful of fields (the kubelet: Host, User-Agent, Accept, Connection); with
+# more, Twisted's listener judges the request against its limits (`serving`).
+MAX_PROBE_FIELDS = 16
+# Answer headers the thread writes itself, not the application's copy of them.
+OWN_HEADERS = {b"content-type", b"content-length", b"x-request-id", b"connection", b"date"}
 
 
 class Heartbeat:
@@ -77,9 +79,10 @@ def may_become_probe(data: bytes) -> bool:
     )
 
 
-def probe_answer(data: bytes, alive: bool) -> bytes | None:
+def probe_answer(data: bytes, alive: bool, headers: bytes = b"") -> bytes | None:
     """The whole answer if `data` is exactly one GET or HEAD /livez request with no body,
-    else None (the connection is Twisted's)."""
+    else None (the connection is Twisted's). `headers`: more header lines, each ending in
+    CRLF (the application's policy headers, `learn_headers`)."""
     end = data.find(b"\r\n\r\n")
     if end < 0 or end + 4 != len(data):
         return None
@@ -92,7 +95,10 @@ def probe_answer(data: bytes, alive: bool) -> bytes | None:
         or parts[2] not in (b"HTTP/1.1", b"HTTP/1.0")
     ):
         return None
-    for field in fields.split(b"\r\n") if fields else ():
+    lines = fields.split(b"\r\n") if fields else []
+    if len(lines) > MAX_PROBE_FIELDS:
+        return None
+    for field in lines:
         name, colon, value = field.partition(b":")
         if not colon or name != name.strip():
             return None  # Twisted answers a malformed field
@@ -109,10 +115,9 @@ def probe_answer(data: bytes, alive: bool) -> bytes | None:
         (
             b"HTTP/1.1 ",
             status,
-            b"\r\nContent-Type: text/plain; charset=utf-8",
-            b"\r\nX-Content-Type-Options: nosniff",
-            b"\r\nCache-Control: no-cache, private",
-            b"\r\nX-Request-Id: ",
+            b"\r\nContent-Type: text/plain; charset=utf-8\r\n",
+            headers,
+            b"X-Request-Id: ",
             uuid.uuid4().hex.encode(),
             b"\r\nContent-Length: ",
             str(len(body)).encode(),
@@ -120,6 +125,49 @@ def probe_answer(data: bytes, alive: bool) -> bytes | None:
         )
     )
     return head if parts[0] == b"HEAD" else head + body
+
+
+async def learn_headers(application: Any) -> bytes:
+    """The header lines the application puts on its own GET /livez answer (its security
+    policy's), less those the thread writes itself: one call through the whole stack."""
+    never: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+    asked = False
+    started: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        nonlocal asked
+        if asked:
+            return await never  # the client never leaves
+        asked = True
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            started.append(message)
+
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "GET",
+        "scheme": "http",
+        "path": "/livez",
+        "raw_path": b"/livez",
+        "query_string": b"",
+        "root_path": "",
+        "headers": [(b"host", b"localhost")],
+        "client": ("127.0.0.1", 0),
+        "server": ("127.0.0.1", 0),
+    }
+    try:
+        await application(scope, receive, send)
+    finally:
+        never.cancel()
+    return b"".join(
+        bytes(name) + b": " + bytes(value) + b"\r\n"
+        for name, value in started[0]["headers"]
+        if bytes(name).lower() not in OWN_HEADERS
+    )
 
 
 class Acceptor:
@@ -142,6 +190,9 @@ class Acceptor:
         self._watched: set[socket.socket] = set()  # in the selector: nothing sent yet
         self._giving: list[socket.socket] = []  # for Twisted, at the end of this turn
         self._stopping = False
+        # The application's policy headers (`learn_headers`); until they are known, probes
+        # go to Twisted like everything else.
+        self.headers: bytes | None = None
         self.thread = threading.Thread(target=self._run, name="nodus-accept", daemon=True)
 
     @property
@@ -247,7 +298,8 @@ class Acceptor:
             self._unwatch(connection)
             self._recheck.add(connection)
             return
-        answer = probe_answer(data, self.heartbeat.alive())
+        headers = self.headers
+        answer = None if headers is None else probe_answer(data, self.heartbeat.alive(), headers)
         if answer is None:
             self._give(connection)
             return

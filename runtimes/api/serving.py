@@ -11,6 +11,7 @@ the server half-closes, reads and discards what the client still sends for ``LIN
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import logging
 import socket
@@ -566,7 +567,21 @@ class Server(DaphneServer):  # type: ignore[misc]
                 *acceptor.listening.getsockname()[:2],
             )
         reactor.callWhenRunning(heartbeat.start, reactor)
+        reactor.callWhenRunning(self._learn_probe_headers)
         super().run()
+
+    def _learn_probe_headers(self) -> None:
+        async def learn() -> None:
+            try:
+                headers = await liveness.learn_headers(self.application)
+            except Exception:  # probes then stay the application's to answer
+                logging.getLogger("nodus.liveness").exception("could not learn /livez headers")
+                return
+            for acceptor in _ACCEPTORS:
+                acceptor.headers = headers
+
+        # Startup triggers run before the loop does: the task starts on its first turn.
+        self._learning = asyncio.get_event_loop().create_task(learn())
 
     def _hand_over(self, connections: list[socket.socket]) -> None:
         """From the acceptor's thread: the connections become Twisted's, on the event loop."""

@@ -19,10 +19,11 @@ PROBE = b"GET /livez HTTP/1.1\r\nHost: x\r\nUser-Agent: kube-probe/1.35\r\nAccep
 
 
 def test_a_whole_probe_is_answered_ok_and_the_connection_closed() -> None:
-    answer = probe_answer(PROBE, alive=True)
+    answer = probe_answer(PROBE, alive=True, headers=b"X-Frame-Options: DENY\r\n")
     assert answer is not None
     head, _, body = answer.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 200 OK\r\n")
+    assert b"\r\nX-Frame-Options: DENY\r\n" in head
     assert b"\r\nContent-Type: text/plain; charset=utf-8" in head
     assert b"\r\nConnection: close" in head
     assert b"\r\nX-Request-Id: " in head
@@ -55,6 +56,7 @@ def test_a_head_probe_gets_the_head_only_and_a_stalled_loop_fails_the_check() ->
         b"GET /livez HTTP/1.1\r\nno colon here\r\n\r\n",
         b"GET /livez HTTP/1.1\r\nHost : x\r\n\r\n",
         b"GET /livez HTTP/1.1\r\nHost: x\r\n",  # not whole yet
+        b"GET /livez HTTP/1.1\r\n" + b"X-F: v\r\n" * 17 + b"\r\n",  # Twisted counts fields
     ],
 )
 def test_anything_but_one_whole_probe_is_left_to_twisted(data: bytes) -> None:
@@ -78,6 +80,7 @@ class Listener:
         self.handed: list[socket.socket] = []
         self.handed_one = threading.Event()
         self.acceptor = Acceptor(listening, self._take, heartbeat)
+        self.acceptor.headers = b"X-Frame-Options: DENY\r\n"
         self.port = self.acceptor.port
         self.acceptor.start()
 
@@ -163,12 +166,13 @@ def test_the_server_answers_a_probe_on_its_thread_and_the_rest_through_django(
 ) -> None:
     probe = httpx.get(f"{daphne_server.url}/livez")
     assert (probe.status_code, probe.text) == (200, "ok")
-    assert probe.headers["Connection"] == "close"
-    assert "X-Frame-Options" not in probe.headers  # not Django's answer
+    assert probe.headers["Connection"] == "close"  # the thread's answer
+    assert "Server" not in probe.headers  # daphne names itself on the answers it writes
+    assert probe.headers["X-Frame-Options"] == "DENY"  # the application's policy, learned
     verbose = httpx.get(f"{daphne_server.url}/livez?verbose")
     assert verbose.status_code == 200
     assert verbose.text == "[+]ping ok\nlivez check passed\n"
-    assert verbose.headers["X-Frame-Options"] == "DENY"  # Django's, through its middleware
+    assert verbose.headers["Server"] == "daphne"  # the application's, through daphne
     tls = ssl.create_default_context(cadata=daphne_server.ca_pem.decode())
     over_tls = httpx.get(f"{daphne_server.https_url}/livez", verify=tls)  # Twisted's listener
     assert (over_tls.text, over_tls.headers["X-Frame-Options"]) == ("ok", "DENY")
