@@ -54,9 +54,10 @@ from runtimes.apimachinery.errors import ApiError
 # response starts) is NODUS_FLOW_LIST_WIDTH seats wide (8, all of global-default's own; a
 # request is never wider than its level's seats): each costs a thread of Python on one
 # interpreter lock, and lists side by side only share it. A level may borrow seats no other
-# level waits for, except for a list (it would only slow the lists beside it) and except past
-# its level's own seats for one flow (borrowing serves other flows, it does not multiply a
-# greedy one); see `fairqueuing.Dispatcher._may_borrow`. A get or a write stays 1 wide.
+# level waits for, but not past its level's own seats for one flow, not for a flow with a
+# backlog, and not while a flow with a backlog holds the level (borrowing serves more flows,
+# it does not multiply a greedy one nor run beside it); see `fairqueuing.Dispatcher`'s
+# `_may_borrow` and `_backlog_holds`. A get or a write stays 1 wide.
 # Queues: 128 per level (kube's), a flow dealt 6 of them (shuffle sharding), at most
 # NODUS_FLOW_QUEUE_LENGTH (16) waiting in each (kube's 50 would let one flow park 300), and
 # a wait of at most NODUS_FLOW_QUEUE_SECONDS (15: kube's, a quarter of its 60 s request timeout).

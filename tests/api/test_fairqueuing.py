@@ -105,21 +105,46 @@ def test_another_flows_request_runs_before_a_greedy_flows_backlog() -> None:
     assert served.index("polite") == 0, served[:10]
 
 
-def test_one_flow_borrows_no_seats_past_its_levels_own_but_another_flow_may() -> None:
-    async def scenario() -> tuple[bool, bool, int]:
+def test_while_a_flow_with_a_backlog_holds_its_level_another_flow_takes_the_next_seat() -> None:
+    async def scenario() -> tuple[bool, bool, bool, int]:
         d = dispatcher(seats=6)  # global-default's own: 2; workload-high's 4 are idle
         own = [await d.acquire(GLOBAL_DEFAULT, "greedy") for _ in range(2)]
-        more = asyncio.create_task(d.acquire(GLOBAL_DEFAULT, "greedy"))
+        more = [asyncio.create_task(d.acquire(GLOBAL_DEFAULT, "greedy")) for _ in range(3)]
         other = asyncio.create_task(d.acquire(GLOBAL_DEFAULT, "polite"))
         await asyncio.sleep(0.01)
-        waited, borrowed = not more.done(), other.done()
+        waited = not any(t.done() for t in [*more, other])
         d.release(own[0])  # type: ignore[arg-type]
-        await asyncio.wait_for(more, 1)
-        return waited, borrowed, d.in_use(GLOBAL_DEFAULT)
+        await asyncio.wait_for(other, 1)
+        await asyncio.sleep(0.01)
+        # the greedy flow now holds one seat of its level's two, with three requests waiting
+        greedy_waits = not any(t.done() for t in more)
+        in_use = d.in_use(GLOBAL_DEFAULT)
+        for t in more:
+            t.cancel()
+        await asyncio.gather(*more, return_exceptions=True)
+        return waited, other.done(), greedy_waits, in_use
 
-    waited, borrowed, in_use = asyncio.run(scenario())
-    assert waited  # the greedy flow holds its level's 2 seats: a third waits for one of them
-    assert borrowed  # the polite flow runs at once on a seat workload-high does not use
+    waited, polite_first, greedy_waits, in_use = asyncio.run(scenario())
+    # The greedy flow holds its level's 2 seats and has requests waiting: the polite one does
+    # not borrow a seat to run beside them (on one interpreter lock it would only share their
+    # time); it takes the next freed seat, before the greedy flow's backlog, and that backlog
+    # does not borrow the idle seats either: it waits for its level's own.
+    assert waited
+    assert polite_first
+    assert greedy_waits
+    assert in_use == 2
+
+
+def test_flows_without_a_backlog_borrow_beside_holders_without_one() -> None:
+    async def scenario() -> tuple[bool, int]:
+        d = dispatcher(seats=6)  # global-default's own: 2; workload-high's 4 are idle
+        await d.acquire(GLOBAL_DEFAULT, "a")
+        await d.acquire(GLOBAL_DEFAULT, "b")  # the level's own seats, held by two light flows
+        borrowed = await asyncio.wait_for(d.acquire(GLOBAL_DEFAULT, "c"), 1)
+        return isinstance(borrowed, Ticket), d.in_use(GLOBAL_DEFAULT)
+
+    borrowed, in_use = asyncio.run(scenario())
+    assert borrowed  # a third flow runs at once on a seat workload-high leaves idle
     assert in_use == 3
 
 
@@ -151,6 +176,37 @@ def test_a_flows_list_waits_for_its_own_seat_then_goes_before_narrower_requests(
     assert passed_over
     assert granted
     assert still_waiting > 0  # the gets, which may borrow, did not all go before it
+
+
+def test_a_list_beside_a_backlog_of_narrow_requests_takes_the_level_when_it_frees() -> None:
+    async def scenario() -> tuple[bool, int]:
+        d = dispatcher(seats=6)  # global-default's own: 2, a list's width; workload-high's: 4
+        held = await d.acquire(GLOBAL_DEFAULT, "greedy")
+        backlog = [asyncio.create_task(d.acquire(GLOBAL_DEFAULT, "greedy")) for _ in range(10)]
+        await asyncio.sleep(0.01)
+        listing = asyncio.create_task(d.acquire(GLOBAL_DEFAULT, "polite", width=2))
+        await asyncio.sleep(0.01)
+        d.release(held)  # type: ignore[arg-type]
+        for _ in range(100):  # the greedy flow gives back each seat as soon as it is given
+            if listing.done():
+                break
+            for request in backlog:
+                if request.done() and not request.result().released:  # type: ignore[union-attr]
+                    d.release(request.result())  # type: ignore[arg-type]
+            await asyncio.sleep(0)
+        granted = listing.done() and isinstance(listing.result(), Ticket)
+        still_waiting = sum(not request.done() for request in backlog)
+        for request in backlog:
+            request.cancel()
+        await asyncio.gather(*backlog, return_exceptions=True)
+        return granted, still_waiting
+
+    granted, still_waiting = asyncio.run(scenario())
+    # The list may not borrow beside the greedy flow's backlog; it does not fit beside the
+    # greedy flow's one seat either, so it holds the level's dispatch: the seat the greedy
+    # flow gives back is not dealt again, and the list runs on both.
+    assert granted
+    assert still_waiting >= 9
 
 
 def test_a_cancelled_waiter_leaves_its_queue_and_seats_stay_counted_right() -> None:
