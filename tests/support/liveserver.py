@@ -11,7 +11,9 @@ accelerator catalog, starts `python -m runtimes.api.serving nodus_console.asgi:a
 (daphne's command line with the listeners' limits and deadlines that `manage.py serve` uses) on a
 free loopback port, waits until `/version` answers and yields a `LiveServer`. The server is
 stopped when the fixture's scope ends; its log is kept in the data directory for failing tests to
-read. Every server of a test process serves one collect of the static files (`collected_static`).
+read. A test process migrates and creates the actors once per environment, and every later data
+directory is a copy of that one (`prepare`); every server of a test process serves one collect of
+the static files (`collected_static`).
 """
 
 from __future__ import annotations
@@ -109,8 +111,32 @@ def server_environment(data_dir: Path) -> dict[str, str]:
 
 
 def prepare(data_dir: Path, env: dict[str, str] | None = None) -> dict[str, str]:
-    """Migrates and creates the actors; returns each actor's API token."""
+    """Migrates and creates the actors; returns each actor's API token.
+
+    The first data directory a test process prepares for an environment is kept aside, and
+    later ones are copies of it (the same migrations, actors and tokens, in about 10 ms
+    instead of 8-12 s of `migrate` and `shell`): a copy is a fresh database of its own."""
     env = env or server_environment(data_dir)
+    key = tuple(sorted((k, v) for k, v in env.items() if k not in _PER_DIRECTORY))
+    prepared = _PREPARED.get(key)
+    if prepared is None:
+        folder = Path(tempfile.mkdtemp(prefix="nodus-prepared-"))
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        prepared = _PREPARED[key] = (
+            folder,
+            _prepare(folder, {**env, "NODUS_DATA_DIR": str(folder)}),
+        )
+    folder, tokens = prepared
+    shutil.copytree(folder, data_dir, dirs_exist_ok=True)
+    return dict(tokens)
+
+
+# What differs between two preparations of the same environment: the directory, and the test.
+_PER_DIRECTORY = {"NODUS_DATA_DIR", "PYTEST_CURRENT_TEST"}
+_PREPARED: dict[tuple[tuple[str, str], ...], tuple[Path, dict[str, str]]] = {}
+
+
+def _prepare(data_dir: Path, env: dict[str, str]) -> dict[str, str]:
     manage = [str(PYTHON), str(REPO / "manage.py")]
     subprocess.run(
         [*manage, "migrate", "--verbosity=0"], cwd=REPO, env=env, check=True, timeout=120
