@@ -148,6 +148,29 @@ def test_flows_without_a_backlog_borrow_beside_holders_without_one() -> None:
     assert in_use == 3
 
 
+async def seated_beside(
+    d: Dispatcher,
+    listing: asyncio.Task[Ticket | Refused],
+    others: list[asyncio.Task[Ticket | Refused]],
+) -> tuple[bool, int]:
+    """Gives back each of `others`' seats as soon as it is dealt, until `listing` is seated (or
+    a hundred turns pass); whether it was, and how many of `others` still wait (then cancelled)."""
+    for _ in range(100):
+        if listing.done():
+            break
+        for request in others:
+            ticket = request.result() if request.done() else None
+            if isinstance(ticket, Ticket) and not ticket.released:
+                d.release(ticket)
+        await asyncio.sleep(0)
+    granted = listing.done() and isinstance(listing.result(), Ticket)
+    still_waiting = sum(not request.done() for request in others)
+    for request in others:
+        request.cancel()
+    await asyncio.gather(*others, return_exceptions=True)
+    return granted, still_waiting
+
+
 def test_a_flows_list_waits_for_its_own_seat_then_goes_before_narrower_requests() -> None:
     async def scenario() -> tuple[bool, bool, int]:
         d = dispatcher(seats=6)  # global-default's own: 2, a list's width; workload-high's: 4
@@ -158,18 +181,7 @@ def test_a_flows_list_waits_for_its_own_seat_then_goes_before_narrower_requests(
         await asyncio.sleep(0.01)
         passed_over = not listing.done()  # its flow holds a seat: it may not borrow
         d.release(mine)  # type: ignore[arg-type]
-        for _ in range(100):  # each borrowed seat is given back as soon as it is given
-            if listing.done():
-                break
-            for get in gets:
-                if get.done() and not get.result().released:  # type: ignore[union-attr]
-                    d.release(get.result())  # type: ignore[arg-type]
-            await asyncio.sleep(0)
-        granted = listing.done() and isinstance(listing.result(), Ticket)
-        still_waiting = sum(not get.done() for get in gets)
-        for get in gets:
-            get.cancel()
-        await asyncio.gather(*gets, return_exceptions=True)
+        granted, still_waiting = await seated_beside(d, listing, gets)
         return passed_over, granted, still_waiting
 
     passed_over, granted, still_waiting = asyncio.run(scenario())
@@ -187,19 +199,7 @@ def test_a_list_beside_a_backlog_of_narrow_requests_takes_the_level_when_it_free
         listing = asyncio.create_task(d.acquire(GLOBAL_DEFAULT, "polite", width=2))
         await asyncio.sleep(0.01)
         d.release(held)  # type: ignore[arg-type]
-        for _ in range(100):  # the greedy flow gives back each seat as soon as it is given
-            if listing.done():
-                break
-            for request in backlog:
-                if request.done() and not request.result().released:  # type: ignore[union-attr]
-                    d.release(request.result())  # type: ignore[arg-type]
-            await asyncio.sleep(0)
-        granted = listing.done() and isinstance(listing.result(), Ticket)
-        still_waiting = sum(not request.done() for request in backlog)
-        for request in backlog:
-            request.cancel()
-        await asyncio.gather(*backlog, return_exceptions=True)
-        return granted, still_waiting
+        return await seated_beside(d, listing, backlog)
 
     granted, still_waiting = asyncio.run(scenario())
     # The list may not borrow beside the greedy flow's backlog; it does not fit beside the
