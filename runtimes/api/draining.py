@@ -35,9 +35,10 @@ from runtimes.apimachinery.errors import ApiError
 # 4. everything else (gets, lists, writes) runs to its end and its response goes out, for up to
 #    ``NODUS_SHUTDOWN_SECONDS`` (10) less 2 s; a write answered 201 was committed first, so no
 #    acknowledged write is lost, and one cut off at the deadline was never acknowledged;
-# 5. the reactor stops (daphne cancels whatever is left) and ``serve`` exits, without waiting
-#    for request threads still blocked on the stopped event loop (Python would join them
-#    forever: the "took too long to shut down" of old).
+# 5. the reactor stops (daphne cancels whatever is left), ``serve`` writes what it batches (the
+#    tokens' last uses, queued audit events) and exits, without waiting for request threads
+#    still blocked on the stopped event loop (Python would join them forever: the "took too
+#    long to shut down" of old).
 #
 # A watchdog thread ends the process at ``NODUS_SHUTDOWN_SECONDS`` whatever is still running, so
 # SIGTERM means gone within 10 s. A second SIGTERM or SIGINT skips the draining.

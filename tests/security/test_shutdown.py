@@ -202,3 +202,34 @@ def test_sigterm_ends_watches_answers_what_is_in_flight_and_exits_within_10_s(
     present = {item["metadata"]["name"] for item in items}
     lost = [name for name in acknowledged if name not in present]
     assert not lost, f"acknowledged but gone after the restart: {lost}"
+
+
+def test_sigterm_writes_the_token_uses_it_had_batched(tmp_path: Path) -> None:
+    """A token's use is noted in memory and written in batches (NODUS_TOKEN_TOUCH_SECONDS); a
+    SIGTERM writes the batch before the process exits. The batches are an hour apart here, so
+    only the shutdown can have written it."""
+    import sqlite3
+
+    from django.contrib.auth import get_user_model
+
+    from runtimes.storage.models import ApiToken
+
+    (tmp_path / "static").mkdir()
+    tokens = prepare(tmp_path, server_environment(tmp_path))
+    with serve_command(tmp_path, NODUS_TOKEN_TOUCH_SECONDS="3600") as (process, port):
+        answer = httpx.get(
+            f"http://127.0.0.1:{port}{GV}/namespaces/demo/trainingruntimes",
+            headers={"Authorization": f"Bearer {tokens['bob']}"},
+            timeout=30,
+        )
+        assert answer.status_code == 200, answer.text
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=EXIT_SECONDS) == 0
+
+    with sqlite3.connect(tmp_path / "nodus.sqlite3") as database:
+        used = database.execute(
+            f"SELECT u.username FROM {ApiToken._meta.db_table} t "
+            f"JOIN {get_user_model()._meta.db_table} u ON u.id = t.user_id "
+            "WHERE t.last_used_at IS NOT NULL"
+        ).fetchall()
+    assert used == [("bob",)]

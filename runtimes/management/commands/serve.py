@@ -10,6 +10,7 @@ every request's size and time (`runtimes.api.serving`).
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import shlex
 import signal
@@ -33,6 +34,21 @@ from runtimes.accounts.tls import ensure_certificate
 # flight are answered, then the process exits (``runtimes.api.draining``).
 
 DEFAULT_API_SERVER = "https://127.0.0.1:8443"  # what `manage.py kubeconfig` assumes
+log = logging.getLogger("nodus.serve")
+
+
+def write_what_is_batched() -> None:
+    """After the last request is answered, before the process exits (without joining its
+    threads): the tokens' last uses and the audit events still waiting for their threads are
+    written. A failure is logged; the shutdown watchdog bounds the time either may take."""
+    from runtimes.accounts import auditlog, tokens
+
+    try:
+        tokens.flush_uses()
+    except Exception:  # the database is away: these last uses are lost
+        log.warning("could not record when tokens were last used", exc_info=True)
+    auditlog.flush()
+
 
 # Set for `--workers`' processes: their listening sockets share the ports (SO_REUSEPORT).
 SHARED_PORTS = "NODUS_SHARED_PORTS"
@@ -161,6 +177,7 @@ class Command(BaseCommand):
             self._run_daphne(host, port, tls_port)
         from runtimes.api import draining
 
+        write_what_is_batched()
         draining.exit_now(0)
 
     def _run_daphne(self, host: str, port: int, tls_port: int) -> None:
