@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from runtimes.api.fairqueuing import (
     EXEMPT,
     GLOBAL_DEFAULT,
@@ -222,6 +225,74 @@ def test_a_cancelled_waiter_leaves_its_queue_and_seats_stay_counted_right() -> N
         return d.waiting(GLOBAL_DEFAULT) + d.in_use(GLOBAL_DEFAULT)
 
     assert asyncio.run(scenario()) == 0
+
+
+OPERATIONS = st.lists(
+    st.one_of(
+        st.tuples(
+            st.just("acquire"),
+            st.sampled_from(["a", "b", "c", "d"]),
+            st.sampled_from([GLOBAL_DEFAULT, WORKLOAD_HIGH]),
+            st.integers(1, 3),
+        ),
+        st.tuples(st.sampled_from(["release", "cancel"]), st.integers(0, 40)),
+        st.just(("turn",)),
+    ),
+    max_size=60,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(OPERATIONS)
+def test_any_mix_of_requests_releases_and_give_ups_leaves_no_seat_or_backlog_counted(
+    operations: list[tuple[object, ...]],
+) -> None:
+    async def scenario() -> tuple[int, int, bool, bool]:
+        d = dispatcher(seats=6, wait=1.0, queue_length=3)  # a wait left behind fails fast
+        requests: list[asyncio.Task[Ticket | Refused]] = []
+        for operation in operations:
+            if operation[0] == "acquire":
+                _, flow, level, width = operation
+                task = d.acquire(str(level), str(flow), int(str(width)))
+                requests.append(asyncio.create_task(task))
+            elif operation[0] in {"release", "cancel"} and requests:
+                request = requests[int(str(operation[1])) % len(requests)]
+                if operation[0] == "cancel":
+                    request.cancel()
+                elif request.done() and not request.cancelled():
+                    ticket = request.result()
+                    if isinstance(ticket, Ticket):
+                        d.release(ticket)
+            await asyncio.sleep(0)
+        for _ in range(200):  # every seat given back as soon as it is dealt, until none wait
+            for request in requests:
+                ticket = request.result() if request.done() and not request.cancelled() else None
+                if isinstance(ticket, Ticket):
+                    d.release(ticket)
+            if all(request.done() for request in requests):
+                break
+            await asyncio.sleep(0)
+        drained = all(request.done() for request in requests)
+        for request in requests:
+            request.cancel()
+        await asyncio.gather(*requests, return_exceptions=True)
+        levels = (GLOBAL_DEFAULT, WORKLOAD_HIGH)
+        # Nothing counted stays behind: light flows may borrow again, at once.
+        for flow in ("a", "b", "c", "d"):
+            assert isinstance(await d.acquire(GLOBAL_DEFAULT, flow), Ticket)
+        borrowed = isinstance(await d.acquire(GLOBAL_DEFAULT, "e"), Ticket)
+        return (
+            sum(d.in_use(level) for level in levels),
+            sum(d.waiting(level) for level in levels),
+            drained,
+            borrowed,
+        )
+
+    in_use, waiting, drained, borrowed = asyncio.run(scenario())
+    assert drained  # every request was seated or refused once seats came back
+    assert waiting == 0
+    assert in_use == 5  # the last check: two on global-default's own seats, three borrowed
+    assert borrowed
 
 
 class Clock:
