@@ -297,8 +297,9 @@ class Dispatcher:
         Requests side by side only share the time of one interpreter lock and one event loop:
         a polite client's list borrowing a seat beside a greedy client's list took as long as
         both (`benchmarks/run.py fairness`, 1,000 lists beside another user's 200 in flight
-        against 1,000 idle, p99: 2.5-3.0x before this rule, 2.3-2.5x with it). A wait for one
-        of the backlog's requests to finish replaces a run at half speed."""
+        against 1,000 idle, p99: 2.7-3.4x before this rule and the backlog's own one above,
+        2.4-2.7x with them). A wait for one of the backlog's requests to finish replaces a run
+        at half speed."""
         return any(other.waiting for other in state.holders if other is not member)
 
     @staticmethod
