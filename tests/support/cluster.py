@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -36,27 +37,47 @@ from tests.support.ports import free_port
 START_SECONDS = 60.0
 
 
+GROUP_KEY = "asgi:group:nodus.revisions"  # channels-redis's key for the hubs' group
+
+
 @contextmanager
 def redis_database() -> Iterator[str]:
-    """A REDIS_URL with a database number of its own, so one run's nudges are not mixed with
-    another's.
+    """A REDIS_URL with a database number (8 to 15) of its own while the block runs; the
+    channel layer's group of nudges is removed before and after.
 
-    Nudges carry only "something new, re-read the log", so a shared database would cost
-    spurious wake-ups, never correctness; the group key is removed afterwards only when the
-    database was empty before (nobody else is using it).
+    A database is claimed with a key in database 0 (`SET NX`, with an expiry in case the
+    claimer dies), so two test processes never share one. Picked at random, they did: one
+    cluster's clean-up removed the other's channel-layer group, and its worker B stopped
+    hearing worker A's nudges (CI: tests/scaleout/test_services_multiworker.py, 7 of 12
+    writes seen only on B's next poll of the log).
     """
     services.require_redis()
     import redis
 
-    db = random.randint(8, 15)
+    claims = redis.Redis(host=services.REDIS_HOST, port=services.REDIS_PORT, db=0)
+    mine = f"{os.getpid()}-{uuid.uuid4().hex}"
+    deadline = time.monotonic() + 120
+    db = None
+    while db is None:
+        for candidate in random.sample(range(8, 16), 8):
+            if claims.set(f"nodus-tests:redis-db:{candidate}", mine, nx=True, ex=3600):
+                db = candidate
+                break
+        else:
+            if time.monotonic() > deadline:
+                raise RuntimeError("no Redis database 8-15 was free for 120 s")
+            time.sleep(0.2)
     client = redis.Redis(host=services.REDIS_HOST, port=services.REDIS_PORT, db=db)
-    was_empty = client.dbsize() == 0
+    client.delete(GROUP_KEY)  # a crashed run's
     try:
         yield f"redis://{services.REDIS_HOST}:{services.REDIS_PORT}/{db}"
     finally:
-        if was_empty:
-            client.delete("asgi:group:nodus.revisions")
+        client.delete(GROUP_KEY)
         client.close()
+        key = f"nodus-tests:redis-db:{db}"
+        if claims.get(key) == mine.encode():
+            claims.delete(key)
+        claims.close()
 
 
 def worker_environment(
