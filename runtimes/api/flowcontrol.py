@@ -23,7 +23,7 @@ import orjson
 from django.conf import settings
 
 from runtimes.accounts import access, tokens
-from runtimes.api import metrics
+from runtimes.api import fairqueuing, metrics
 from runtimes.api.fairqueuing import (
     EXEMPT,
     GLOBAL_DEFAULT,
@@ -54,10 +54,12 @@ from runtimes.apimachinery.errors import ApiError
 # response starts) is NODUS_FLOW_LIST_WIDTH seats wide (8, all of global-default's own; a
 # request is never wider than its level's seats): each costs a thread of Python on one
 # interpreter lock, and lists side by side only share it. A level may borrow seats no other
-# level waits for, but not past its level's own seats for one flow, not for a flow with a
-# backlog, and not while a flow with a backlog holds the level (borrowing serves more flows,
-# it does not multiply a greedy one nor run beside it); see `fairqueuing.Dispatcher`'s
-# `_may_borrow` and `_backlog_holds`. A get or a write stays 1 wide.
+# level waits for, but not past its level's own seats for one flow, nor for a flow with a
+# backlog (borrowing serves more flows, it does not multiply a greedy one): see
+# `fairqueuing.Dispatcher._may_borrow`. A get or a write stays 1 wide. While a light request
+# (its flow had nothing else waiting) is in service, a backlogged flow's request in service
+# gives way to it at each step (`fairqueuing.give_way`: before and after its view, before its
+# response), for 50 ms at most: seats bound how many run; giving way shares the one loop.
 # Queues: 128 per level (kube's), a flow dealt 6 of them (shuffle sharding), at most
 # NODUS_FLOW_QUEUE_LENGTH (16) waiting in each (kube's 50 would let one flow park 300), and
 # a wait of at most NODUS_FLOW_QUEUE_SECONDS (15: kube's, a quarter of its 60 s request timeout).
@@ -334,6 +336,7 @@ class FlowControl:
         async def tracked(message: Message) -> None:
             kind = message["type"]
             if kind == "http.response.start":
+                await self.dispatcher.give_way(ticket)
                 message = {**message, "headers": [*message.get("headers", []), *headers]}
             if watching and kind in {"http.response.start", "websocket.accept"}:
                 free()  # a watch's set-up is done: it streams without a seat
@@ -344,9 +347,11 @@ class FlowControl:
                 # that tail would hold a seat for no work.
                 free()
 
+        seated = fairqueuing.serving(self.dispatcher, ticket)
         try:
             await self.app(scope, receive, tracked)
         finally:
+            fairqueuing.served(seated)
             free()
             if watching:
                 self.watches -= 1

@@ -15,6 +15,8 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from django.template.response import SimpleTemplateResponse
 from rest_framework.response import Response
 
+from runtimes.api.fairqueuing import give_way
+
 # Django runs a sync view from its async handler on a thread made for that one request
 # (`ThreadSensitiveContext`), opens a database connection on it, closes it at the end, and hops to
 # another such thread to render the response. For a GET that is most of its time. API views run
@@ -112,7 +114,9 @@ def pooled(view: Callable[..., HttpResponseBase]) -> Callable[..., Awaitable[Htt
     """`view` (sync) as an async view that runs it on the pool."""
 
     async def pooled_view(request: HttpRequest, **kwargs: Any) -> HttpResponseBase:
+        await give_way()  # a backlogged flow's view waits while a light request runs
         response: HttpResponseBase = await _on_pool(_rendered, (view, request, kwargs))
+        await give_way()  # and so does the rest of its answer
         return response
 
     # What Django and our checks read off a view (csrf_exempt, view_class and so its `access`

@@ -108,34 +108,72 @@ def test_another_flows_request_runs_before_a_greedy_flows_backlog() -> None:
     assert served.index("polite") == 0, served[:10]
 
 
-def test_while_a_flow_with_a_backlog_holds_its_level_another_flow_takes_the_next_seat() -> None:
-    async def scenario() -> tuple[bool, bool, bool, int]:
+def test_a_light_flow_borrows_beside_a_backlog_whose_request_in_service_gives_way() -> None:
+    async def scenario() -> tuple[bool, bool, bool, bool, bool, int]:
         d = dispatcher(seats=6)  # global-default's own: 2; workload-high's 4 are idle
-        own = [await d.acquire(GLOBAL_DEFAULT, "greedy") for _ in range(2)]
-        more = [asyncio.create_task(d.acquire(GLOBAL_DEFAULT, "greedy")) for _ in range(3)]
-        other = asyncio.create_task(d.acquire(GLOBAL_DEFAULT, "polite"))
+        first = await d.acquire(GLOBAL_DEFAULT, "greedy", width=2)
+        more = [asyncio.create_task(d.acquire(GLOBAL_DEFAULT, "greedy", 2)) for _ in range(3)]
         await asyncio.sleep(0.01)
-        waited = not any(t.done() for t in [*more, other])
-        d.release(own[0])  # type: ignore[arg-type]
-        await asyncio.wait_for(other, 1)
+        d.release(first)  # type: ignore[arg-type]
         await asyncio.sleep(0.01)
-        # the greedy flow now holds one seat of its level's two, with three requests waiting
-        greedy_waits = not any(t.done() for t in more)
-        in_use = d.in_use(GLOBAL_DEFAULT)
-        for t in more:
+        backlogged = more[0].result()  # dealt with two more of its flow waiting
+        polite = await asyncio.wait_for(d.acquire(GLOBAL_DEFAULT, "polite", width=2), 1)
+        assert isinstance(backlogged, Ticket)
+        assert isinstance(polite, Ticket)
+        giving_way = asyncio.create_task(d.give_way(backlogged))
+        light_goes_on = asyncio.create_task(d.give_way(polite))
+        await asyncio.sleep(0.01)
+        waited = not giving_way.done()
+        d.release(polite)
+        await asyncio.wait_for(giving_way, 1)
+        greedy_waits = not any(t.done() for t in more[1:])
+        for t in more[1:]:
             t.cancel()
-        await asyncio.gather(*more, return_exceptions=True)
-        return waited, other.done(), greedy_waits, in_use
+        await asyncio.gather(*more[1:], return_exceptions=True)
+        return (
+            first.light,  # type: ignore[union-attr]
+            backlogged.light,
+            polite.light,
+            light_goes_on.done(),
+            waited and greedy_waits,
+            d.light(GLOBAL_DEFAULT),
+        )
 
-    waited, polite_first, greedy_waits, in_use = asyncio.run(scenario())
-    # The greedy flow holds its level's 2 seats and has requests waiting: the polite one does
-    # not borrow a seat to run beside them (on one interpreter lock it would only share their
-    # time); it takes the next freed seat, before the greedy flow's backlog, and that backlog
-    # does not borrow the idle seats either: it waits for its level's own.
+    first, backlogged, polite, light_went_on, waited, light_left = asyncio.run(scenario())
+    # The greedy flow's first request came with nothing else of its flow waiting: light. Its
+    # next was dealt with two more waiting behind it: not light, so while the polite request
+    # (light, on seats borrowed at once) is in service, it gives way at its steps; the polite
+    # one never waits, and the greedy flow's backlog does not borrow.
+    assert (first, backlogged, polite) == (True, False, True)
+    assert light_went_on
     assert waited
-    assert polite_first
-    assert greedy_waits
-    assert in_use == 2
+    assert light_left == 0
+
+
+def test_giving_way_is_bounded_and_ends_with_the_backlog() -> None:
+    async def scenario() -> tuple[float, float]:
+        d = dispatcher(seats=6)
+        first = await d.acquire(GLOBAL_DEFAULT, "greedy", width=2)
+        more = [asyncio.create_task(d.acquire(GLOBAL_DEFAULT, "greedy", 2)) for _ in range(2)]
+        await asyncio.sleep(0.01)
+        d.release(first)  # type: ignore[arg-type]
+        await asyncio.sleep(0.01)
+        backlogged = more[0].result()  # one more of its flow waits behind it
+        assert isinstance(backlogged, Ticket)
+        await d.acquire(GLOBAL_DEFAULT, "polite", width=2)  # light, and never released here
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        await d.give_way(backlogged)
+        bounded = loop.time() - started
+        more[1].cancel()  # the flow has nothing waiting now: no backlog to hold back
+        await asyncio.gather(more[1], return_exceptions=True)
+        started = loop.time()
+        await d.give_way(backlogged)
+        return bounded, loop.time() - started
+
+    bounded, without_a_backlog = asyncio.run(scenario())
+    assert 0.04 <= bounded < 0.5  # GIVE_WAY_SECONDS, 50 ms: a stream of light ones never stops it
+    assert without_a_backlog < 0.01
 
 
 def test_flows_without_a_backlog_borrow_beside_holders_without_one() -> None:
@@ -196,6 +234,7 @@ def test_a_flows_list_waits_for_its_own_seat_then_goes_before_narrower_requests(
 def test_a_list_beside_a_backlog_of_narrow_requests_takes_the_level_when_it_frees() -> None:
     async def scenario() -> tuple[bool, int]:
         d = dispatcher(seats=6)  # global-default's own: 2, a list's width; workload-high's: 4
+        await d.acquire(WORKLOAD_HIGH, "controller", width=4)
         held = await d.acquire(GLOBAL_DEFAULT, "greedy")
         backlog = [asyncio.create_task(d.acquire(GLOBAL_DEFAULT, "greedy")) for _ in range(10)]
         await asyncio.sleep(0.01)
@@ -205,7 +244,7 @@ def test_a_list_beside_a_backlog_of_narrow_requests_takes_the_level_when_it_free
         return await seated_beside(d, listing, backlog)
 
     granted, still_waiting = asyncio.run(scenario())
-    # The list may not borrow beside the greedy flow's backlog; it does not fit beside the
+    # Workload-high's seats are held: the list cannot borrow; it does not fit beside the
     # greedy flow's one seat either, so it holds the level's dispatch: the seat the greedy
     # flow gives back is not dealt again, and the list runs on both.
     assert granted
@@ -277,6 +316,7 @@ def test_any_mix_of_requests_releases_and_give_ups_leaves_no_seat_or_backlog_cou
             request.cancel()
         await asyncio.gather(*requests, return_exceptions=True)
         levels = (GLOBAL_DEFAULT, WORKLOAD_HIGH)
+        light = sum(d.light(level) for level in levels)
         # Nothing counted stays behind: light flows may borrow again, at once.
         for flow in ("a", "b", "c", "d"):
             assert isinstance(await d.acquire(GLOBAL_DEFAULT, flow), Ticket)
@@ -286,11 +326,13 @@ def test_any_mix_of_requests_releases_and_give_ups_leaves_no_seat_or_backlog_cou
             sum(d.waiting(level) for level in levels),
             drained,
             borrowed,
+            light,
         )
 
-    in_use, waiting, drained, borrowed = asyncio.run(scenario())
+    in_use, waiting, drained, borrowed, light = asyncio.run(scenario())
     assert drained  # every request was seated or refused once seats came back
     assert waiting == 0
+    assert light == 0  # no light request is counted in service after all gave their seats back
     assert in_use == 5  # the last check: two on global-default's own seats, three borrowed
     assert borrowed
 

@@ -9,6 +9,7 @@ from typing import Any
 import orjson
 import pytest
 from django.contrib.auth import get_user_model
+from django.http import HttpRequest, HttpResponse
 
 from runtimes.accounts import access
 from runtimes.accounts.tokens import create_token, user_for
@@ -29,6 +30,7 @@ from runtimes.api.flowcontrol import (
     flow_of,
     uid,
 )
+from runtimes.api.viewpool import pooled
 
 COLLECTION = "/apis/nodus.dev/v1beta1/namespaces/demo/trainingruntimes"
 
@@ -280,6 +282,78 @@ def test_a_polite_client_is_served_before_a_greedy_clients_backlog() -> None:
 
     order = asyncio.run(scenario())
     assert order.index("Bearer polite") == 1, order[:10]
+
+
+async def beside_a_light_request(step: Any) -> list[tuple[int, int]]:
+    """A greedy flow's five requests, one seat each (global-default has 1 of 4): the first
+    runs, and the second is dealt the seat it frees while three more wait behind; then a
+    polite request comes, served on a seat it borrows. `step()` is the application's work for
+    a greedy request before it answers. How many greedy requests had done that work and had
+    been answered: while the polite one was in service; 150 ms later (past the 50 ms bound on
+    each step's giving way), it still in service; in the end."""
+    greedy_go, polite_done = asyncio.Event(), asyncio.Event()
+    worked: list[int] = []
+    answered: list[int] = []
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        polite = dict(scope["headers"])[b"authorization"] == b"Bearer polite"
+        if polite:
+            await polite_done.wait()
+        else:
+            await (asyncio.sleep(0.01) if not worked else greedy_go.wait())
+            await step()
+            worked.append(1)
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+        answered.append(0 if polite else 1)
+
+    fc = FlowControl(app, small(seats=4, queue_length=10))
+
+    def one(who: str) -> asyncio.Task[list[Message]]:
+        return asyncio.create_task(call(fc, http(COLLECTION, method="POST", authorization=who)))
+
+    greedy = [one("Bearer greedy") for _ in range(5)]
+    await asyncio.sleep(0.03)  # the first answered; the second dealt its seat
+    polite = one("Bearer polite")  # light: its flow has nothing else waiting
+    await asyncio.sleep(0.01)
+    greedy_go.set()
+    counts = []
+    for pause in (0.02, 0.15):
+        await asyncio.sleep(pause)
+        counts.append((len(worked), sum(answered)))
+    polite_done.set()
+    await asyncio.gather(polite, *greedy)
+    counts.append((len(worked), sum(answered)))
+    return counts
+
+
+def test_a_backlogged_flows_answer_gives_way_while_a_light_request_is_served() -> None:
+    async def nothing() -> None:
+        return None
+
+    beside, past_the_bound, in_the_end = asyncio.run(beside_a_light_request(nothing))
+    # The polite request runs at once, on a seat workload-high leaves idle. The greedy flow's
+    # second request, dealt while others of its flow waited, does its work and then waits
+    # before its answer starts, for 50 ms at most; the rest wait for the level's seat.
+    assert beside == (2, 1)
+    assert past_the_bound == (2, 2)
+    assert in_the_end == (5, 5)
+
+
+@pytest.mark.django_db  # the pool checks its thread's connection before and after a view
+def test_a_backlogged_flows_pooled_view_waits_while_a_light_request_is_served() -> None:
+    def view(request: HttpRequest) -> HttpResponse:
+        return HttpResponse(b"")
+
+    async def through_the_pool() -> None:
+        await pooled(view)(HttpRequest())
+
+    beside, past_the_bound, in_the_end = asyncio.run(beside_a_light_request(through_the_pool))
+    # The second request's view waits before it starts (then, past the bound, it runs, and
+    # the rest of its answer waits after it).
+    assert beside == (1, 1)
+    assert past_the_bound == (2, 2)
+    assert in_the_end == (5, 5)
 
 
 def test_a_watch_gives_its_seats_back_once_its_response_starts() -> None:
