@@ -89,6 +89,12 @@ class _Waiter:
             self.queued = False
             self.flow.waiting -= 1
 
+    def withdraw(self, queue: collections.deque[_Waiter]) -> None:
+        """Takes it out of `queue` (it gave up, or was cancelled), counted out once."""
+        self.leave()
+        if self in queue:
+            queue.remove(self)
+
 
 @dataclass
 class _LevelState:
@@ -186,9 +192,7 @@ class Dispatcher:
                 # granted as it gave up
                 return self._ticket(state, member, width, loop.time() - started)
             waiter.turn.cancel()
-            waiter.leave()
-            if waiter in queue:
-                queue.remove(waiter)
+            waiter.withdraw(queue)
             return Refused(
                 "time-out",
                 f"it waited {self.wait_seconds:g} s at priority level {level} without a seat",
@@ -197,9 +201,7 @@ class Dispatcher:
             if waiter.turn.done() and not waiter.turn.cancelled():
                 self._give_back(state, member, width)
             else:
-                waiter.leave()
-                if waiter in queue:
-                    queue.remove(waiter)
+                waiter.withdraw(queue)
             raise
         finally:
             if on_queue is not None:
