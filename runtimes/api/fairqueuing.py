@@ -6,8 +6,9 @@ It runs at once while its level has seats; otherwise it waits in the shortest qu
 flow's hand, and a freed seat goes to the waiting flow that has been served least (fair
 queuing's virtual time), so a flow with a hundred requests waiting cannot make another flow's
 one request wait behind them. It is refused only when its queue is full or its wait would pass
-the bound. While a light request (its flow had nothing else waiting) is in service, a request
-of a flow with a backlog gives way to it at the steps of its work (`give_way`). Pure asyncio,
+the bound. While another flow's light request (its flow had nothing else waiting) is in
+service, a request of a flow with a backlog gives way to it at the steps of its work
+(`give_way`). Pure asyncio,
 no Django: the ASGI middleware (`flowcontrol`) owns classification, answers and metrics.
 """
 
@@ -74,6 +75,7 @@ class _Flow:
     start: float = 0.0
     in_use: int = 0  # the seats its requests hold
     waiting: int = 0  # its requests in the level's queues
+    light: int = 0  # its light requests in service (`Ticket.light`)
 
 
 @dataclass
@@ -105,7 +107,7 @@ class _LevelState:
     virtual: float = 0.0  # the virtual start of the request dispatched last
     next_queue: int = 0  # where the round robin over equal starts resumes
     light: int = 0  # its light requests in service (`Ticket.light`)
-    clear: asyncio.Event | None = None  # what giving way waits for: set when light is 0
+    fewer_light: asyncio.Event | None = None  # set, and replaced, when a light one finishes
 
     def waiting(self) -> int:
         return sum(len(queue) for queue in self.queues)
@@ -210,8 +212,9 @@ class Dispatcher:
 
     async def give_way(self, ticket: Ticket) -> None:
         """Waits, at a step of a request's work (`fairqueuing.give_way`), while light requests
-        of its level are in service, if it is not light itself and its flow still has requests
-        waiting; at most GIVE_WAY_SECONDS.
+        of other flows at its level are in service, if it is not light itself and its flow
+        still has requests waiting; at most GIVE_WAY_SECONDS. (A flow's own light request is
+        no reason: its requests would only trade places.)
 
         Seats bound how many requests run at once; they do not share the time they run in.
         Here every request's steps share one event loop and one interpreter lock, so a polite
@@ -223,14 +226,16 @@ class Dispatcher:
         beside another user's 200 in flight against 1,000 idle) measured p50 2.1-2.2x and p99
         2.5-3.1x before, 1.7-1.9x and 2.3-2.6x with it."""
         state = self._state.get(ticket.level)
-        if state is None or ticket.light or ticket.released or not state.light:
+        member = ticket.flow
+        if state is None or member is None or ticket.light or ticket.released:
             return
-        if ticket.flow is None or not ticket.flow.waiting:
-            return
-        if state.clear is None or state.clear.is_set():
-            state.clear = asyncio.Event()
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(state.clear.wait(), GIVE_WAY_SECONDS)
+        loop = asyncio.get_running_loop()
+        until = loop.time() + GIVE_WAY_SECONDS
+        while member.waiting and state.light > member.light and loop.time() < until:
+            if state.fewer_light is None or state.fewer_light.is_set():
+                state.fewer_light = asyncio.Event()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(state.fewer_light.wait(), until - loop.time())
 
     def release(self, ticket: Ticket) -> None:
         if ticket.released:
@@ -243,8 +248,9 @@ class Dispatcher:
         assert ticket.flow is not None  # a limited level's tickets name their flow
         if ticket.light:
             state.light -= 1
-            if not state.light and state.clear is not None:
-                state.clear.set()
+            ticket.flow.light -= 1
+            if state.fewer_light is not None:
+                state.fewer_light.set()
         self._give_back(state, ticket.flow, ticket.width)
 
     def _give_back(self, state: _LevelState, member: _Flow, width: int) -> None:
@@ -259,6 +265,7 @@ class Dispatcher:
         light = not member.waiting
         if light:
             state.light += 1
+            member.light += 1
         return Ticket(state.level.name, width, waited, flow=member, light=light)
 
     def _used(self) -> int:

@@ -176,6 +176,37 @@ def test_giving_way_is_bounded_and_ends_with_the_backlog() -> None:
     assert without_a_backlog < 0.01
 
 
+def test_a_flows_own_light_request_is_no_reason_to_give_way() -> None:
+    async def scenario() -> tuple[float, bool]:
+        d = dispatcher(seats=6)  # global-default's own: 2
+        await d.acquire(GLOBAL_DEFAULT, "writer")  # light, and kept in service
+        second = await d.acquire(GLOBAL_DEFAULT, "writer")
+        more = [asyncio.create_task(d.acquire(GLOBAL_DEFAULT, "writer")) for _ in range(3)]
+        await asyncio.sleep(0.01)
+        d.release(second)  # type: ignore[arg-type]
+        await asyncio.sleep(0.01)
+        backlogged = more[0].result()
+        assert isinstance(backlogged, Ticket)
+        assert not backlogged.light
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        await d.give_way(backlogged)  # only its own flow's light request is in service
+        alone = loop.time() - started
+        await d.acquire(GLOBAL_DEFAULT, "reader")  # another flow's light one, on borrowed seats
+        giving_way = asyncio.create_task(d.give_way(backlogged))
+        await asyncio.sleep(0.01)
+        waits = not giving_way.done()
+        await giving_way
+        for t in more[1:]:
+            t.cancel()
+        await asyncio.gather(*more[1:], return_exceptions=True)
+        return alone, waits
+
+    alone, waits_for_another = asyncio.run(scenario())
+    assert alone < 0.01
+    assert waits_for_another
+
+
 def test_flows_without_a_backlog_borrow_beside_holders_without_one() -> None:
     async def scenario() -> tuple[bool, int]:
         d = dispatcher(seats=6)  # global-default's own: 2; workload-high's 4 are idle
