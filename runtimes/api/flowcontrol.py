@@ -56,10 +56,10 @@ from runtimes.apimachinery.errors import ApiError
 # interpreter lock, and lists side by side only share it. A level may borrow seats no other
 # level waits for, but not past its level's own seats for one flow, nor for a flow with a
 # backlog (borrowing serves more flows, it does not multiply a greedy one): see
-# `fairqueuing.Dispatcher._may_borrow`. A get or a write stays 1 wide. While a light request
-# (its flow had nothing else waiting) is in service, a backlogged flow's request in service
-# gives way to it at each step (`fairqueuing.give_way`: before and after its view, before its
-# response), for 50 ms at most: seats bound how many run; giving way shares the one loop.
+# `fairqueuing.Dispatcher._may_borrow`. A get or a write stays 1 wide. While another flow's
+# light request (its flow had nothing else waiting) is in service, a backlogged flow's request
+# in service gives way to it at each step (`fairqueuing.give_way`: before and after its view,
+# before its response), 50 ms at most: seats bound how many run; giving way shares the loop.
 # Queues: 128 per level (kube's), a flow dealt 6 of them (shuffle sharding), at most
 # NODUS_FLOW_QUEUE_LENGTH (16) waiting in each (kube's 50 would let one flow park 300), and
 # a wait of at most NODUS_FLOW_QUEUE_SECONDS (15: kube's, a quarter of its 60 s request timeout).
