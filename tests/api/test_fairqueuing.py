@@ -108,17 +108,27 @@ def test_another_flows_request_runs_before_a_greedy_flows_backlog() -> None:
     assert served.index("polite") == 0, served[:10]
 
 
+async def dealt_before_its_backlog(
+    d: Dispatcher, waiting: int
+) -> tuple[Ticket, Ticket, list[asyncio.Task[Ticket | Refused]]]:
+    """A greedy flow's first request (2 seats, global-default's own), released; the next one,
+    dealt its seats with `waiting` more of its flow waiting behind it; and those."""
+    first = await d.acquire(GLOBAL_DEFAULT, "greedy", width=2)
+    more = [asyncio.create_task(d.acquire(GLOBAL_DEFAULT, "greedy", 2)) for _ in range(waiting + 1)]
+    await asyncio.sleep(0.01)
+    assert isinstance(first, Ticket)
+    d.release(first)
+    await asyncio.sleep(0.01)
+    dealt = more[0].result()
+    assert isinstance(dealt, Ticket)
+    return first, dealt, more[1:]
+
+
 def test_a_light_flow_borrows_beside_a_backlog_whose_request_in_service_gives_way() -> None:
     async def scenario() -> tuple[bool, bool, bool, bool, bool, int]:
         d = dispatcher(seats=6)  # global-default's own: 2; workload-high's 4 are idle
-        first = await d.acquire(GLOBAL_DEFAULT, "greedy", width=2)
-        more = [asyncio.create_task(d.acquire(GLOBAL_DEFAULT, "greedy", 2)) for _ in range(3)]
-        await asyncio.sleep(0.01)
-        d.release(first)  # type: ignore[arg-type]
-        await asyncio.sleep(0.01)
-        backlogged = more[0].result()  # dealt with two more of its flow waiting
+        first, backlogged, waiting = await dealt_before_its_backlog(d, 2)
         polite = await asyncio.wait_for(d.acquire(GLOBAL_DEFAULT, "polite", width=2), 1)
-        assert isinstance(backlogged, Ticket)
         assert isinstance(polite, Ticket)
         giving_way = asyncio.create_task(d.give_way(backlogged))
         light_goes_on = asyncio.create_task(d.give_way(polite))
@@ -126,12 +136,12 @@ def test_a_light_flow_borrows_beside_a_backlog_whose_request_in_service_gives_wa
         waited = not giving_way.done()
         d.release(polite)
         await asyncio.wait_for(giving_way, 1)
-        greedy_waits = not any(t.done() for t in more[1:])
-        for t in more[1:]:
+        greedy_waits = not any(t.done() for t in waiting)
+        for t in waiting:
             t.cancel()
-        await asyncio.gather(*more[1:], return_exceptions=True)
+        await asyncio.gather(*waiting, return_exceptions=True)
         return (
-            first.light,  # type: ignore[union-attr]
+            first.light,
             backlogged.light,
             polite.light,
             light_goes_on.done(),
@@ -153,20 +163,14 @@ def test_a_light_flow_borrows_beside_a_backlog_whose_request_in_service_gives_wa
 def test_giving_way_is_bounded_and_ends_with_the_backlog() -> None:
     async def scenario() -> tuple[float, float]:
         d = dispatcher(seats=6)
-        first = await d.acquire(GLOBAL_DEFAULT, "greedy", width=2)
-        more = [asyncio.create_task(d.acquire(GLOBAL_DEFAULT, "greedy", 2)) for _ in range(2)]
-        await asyncio.sleep(0.01)
-        d.release(first)  # type: ignore[arg-type]
-        await asyncio.sleep(0.01)
-        backlogged = more[0].result()  # one more of its flow waits behind it
-        assert isinstance(backlogged, Ticket)
+        _, backlogged, waiting = await dealt_before_its_backlog(d, 1)
         await d.acquire(GLOBAL_DEFAULT, "polite", width=2)  # light, and never released here
         loop = asyncio.get_running_loop()
         started = loop.time()
         await d.give_way(backlogged)
         bounded = loop.time() - started
-        more[1].cancel()  # the flow has nothing waiting now: no backlog to hold back
-        await asyncio.gather(more[1], return_exceptions=True)
+        waiting[0].cancel()  # the flow has nothing waiting now: no backlog to hold back
+        await asyncio.gather(*waiting, return_exceptions=True)
         started = loop.time()
         await d.give_way(backlogged)
         return bounded, loop.time() - started
