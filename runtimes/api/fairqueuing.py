@@ -8,8 +8,8 @@ queuing's virtual time), so a flow with a hundred requests waiting cannot make a
 one request wait behind them. It is refused only when its queue is full or its wait would pass
 the bound. While another flow's light request (its flow had nothing else waiting) is in
 service, a request of a flow with a backlog gives way to it at the steps of its work
-(`give_way`). Pure asyncio,
-no Django: the ASGI middleware (`flowcontrol`) owns classification, answers and metrics.
+(`give_way`). Pure asyncio, no Django: the ASGI middleware (`flowcontrol`) owns
+classification, answers and metrics.
 """
 
 from __future__ import annotations
