@@ -10,12 +10,12 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.db import close_old_connections
+from django.db import close_old_connections, connection
 from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from django.template.response import SimpleTemplateResponse
 from rest_framework.response import Response
 
-from runtimes.api.fairqueuing import give_way
+from runtimes.api.fairqueuing import give_way, give_way_on_thread
 
 # Django runs a sync view from its async handler on a thread made for that one request
 # (`ThreadSensitiveContext`), opens a database connection on it, closes it at the end, and hops to
@@ -77,9 +77,24 @@ _executor = _Pool(int(settings.NODUS_VIEW_THREADS), "nodus-view")
 _setup_executor = _Pool(STREAM_SETUP_THREADS, "nodus-watch-setup")
 
 
+def _query_gives_way(
+    execute: Callable[..., Any], sql: str, params: Any, many: bool, context: dict[str, Any]
+) -> Any:
+    """A database execute wrapper: a backlogged flow's view gives way before each query
+    (`give_way_on_thread`), unless it is inside a transaction, where waiting would hold its
+    locks."""
+    if not context["connection"].in_atomic_block:
+        give_way_on_thread()
+    return execute(sql, params, many, context)
+
+
 def _rendered(view: Callable[..., HttpResponseBase], request: HttpRequest, kwargs: Any) -> Any:
-    response = view(request, **kwargs)
+    # Its queries and its rendering are steps too: a backlogged flow's view already running
+    # when a light request comes gives way at each (fairqueuing.give_way_on_thread).
+    with connection.execute_wrapper(_query_gives_way):
+        response = view(request, **kwargs)
     if isinstance(response, SimpleTemplateResponse):
+        give_way_on_thread()
         response.render()
         plain = HttpResponse(response.content, status=response.status_code)
         for header, value in response.items():

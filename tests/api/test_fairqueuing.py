@@ -180,6 +180,62 @@ def test_giving_way_is_bounded_and_ends_with_the_backlog() -> None:
     assert without_a_backlog < 0.01
 
 
+def test_a_thread_gives_way_without_blocking_the_loop_until_the_light_request_ends() -> None:
+    async def scenario() -> tuple[bool, bool, float, float]:
+        d = dispatcher(seats=6)
+        _, backlogged, waiting = await dealt_before_its_backlog(d, 1)
+        polite = await d.acquire(GLOBAL_DEFAULT, "polite", width=2)  # light
+        assert isinstance(polite, Ticket)
+        loop = asyncio.get_running_loop()
+        on_thread = asyncio.create_task(asyncio.to_thread(d.give_way_on_thread, backlogged))
+        await asyncio.sleep(0.005)  # the loop goes on while the thread waits
+        waited = not on_thread.done()
+        ended = loop.time()
+        d.release(polite)  # the loop wakes the thread at once, well within the 50 ms bound
+        await asyncio.wait_for(on_thread, 1)
+        woken_after = loop.time() - ended
+        await d.acquire(GLOBAL_DEFAULT, "reader", width=2)  # another light one, kept
+        started = loop.time()
+        await asyncio.to_thread(d.give_way_on_thread, backlogged)
+        bounded = loop.time() - started
+        waiting[0].cancel()
+        await asyncio.gather(*waiting, return_exceptions=True)
+        started = loop.time()
+        await asyncio.to_thread(d.give_way_on_thread, backlogged)
+        return waited, woken_after < 0.035, bounded, loop.time() - started
+
+    waited, woken_at_once, bounded, without_a_backlog = asyncio.run(scenario())
+    assert waited
+    assert woken_at_once
+    assert 0.04 <= bounded < 0.5  # GIVE_WAY_SECONDS
+    assert without_a_backlog < 0.04  # nothing waits behind it: no reason to give way
+
+
+def test_a_requests_steps_together_give_way_for_150_ms_at_most() -> None:
+    """However many steps (a view's queries are steps), one request gives way 150 ms in all."""
+
+    async def scenario() -> list[float]:
+        d = dispatcher(seats=6)
+        _, backlogged, waiting = await dealt_before_its_backlog(d, 1)
+        await d.acquire(GLOBAL_DEFAULT, "polite", width=2)  # light, and never released here
+        loop = asyncio.get_running_loop()
+        steps = []
+        for on_thread in (False, True, False, True):
+            started = loop.time()
+            if on_thread:
+                await asyncio.to_thread(d.give_way_on_thread, backlogged)
+            else:
+                await d.give_way(backlogged)
+            steps.append(loop.time() - started)
+        waiting[0].cancel()
+        await asyncio.gather(*waiting, return_exceptions=True)
+        return steps
+
+    steps = asyncio.run(scenario())
+    assert all(0.04 <= step < 0.5 for step in steps[:3])  # 50 ms each: GIVE_WAY_SECONDS
+    assert steps[3] < 0.04  # the 150 ms are spent (GIVE_WAY_TOTAL_SECONDS)
+
+
 def test_a_flows_own_light_request_is_no_reason_to_give_way() -> None:
     async def scenario() -> tuple[float, bool]:
         d = dispatcher(seats=6)  # global-default's own: 2

@@ -4,11 +4,14 @@ to, fair queuing under load, and 429 only past a full queue or a spent wait."""
 from __future__ import annotations
 
 import asyncio
+import threading
+import time
 from typing import Any
 
 import orjson
 import pytest
 from django.contrib.auth import get_user_model
+from django.db import connection
 from django.http import HttpRequest, HttpResponse
 
 from runtimes.accounts import access
@@ -354,6 +357,60 @@ def test_a_backlogged_flows_pooled_view_waits_while_a_light_request_is_served() 
     assert beside == (1, 1)
     assert past_the_bound == (2, 2)
     assert in_the_end == (5, 5)
+
+
+@pytest.mark.django_db  # the pool checks its thread's connection before and after a view
+def test_a_backlogged_flows_view_already_running_gives_way_at_its_next_query() -> None:
+    """A greedy flow's view already on its thread when a polite request comes: its next query
+    waits (off the loop) until the polite one is answered."""
+    started, go = threading.Event(), threading.Event()
+    queried: list[float] = []
+
+    def view(request: HttpRequest) -> HttpResponse:
+        started.set()
+        go.wait(5)
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+        queried.append(time.monotonic())
+        return HttpResponse(b"")
+
+    async def scenario() -> tuple[bool, float, float]:
+        polite_done = asyncio.Event()
+        greedy_seen = []
+
+        async def app(scope: Scope, receive: Receive, send: Send) -> None:
+            if dict(scope["headers"])[b"authorization"] == b"Bearer polite":
+                await polite_done.wait()
+            else:
+                greedy_seen.append(1)
+                if len(greedy_seen) == 1:  # the first holds the seat while the rest queue
+                    await asyncio.sleep(0.01)
+                else:  # the second, dealt with two behind it, and the rest run the view
+                    await pooled(view)(HttpRequest())
+            await send({"type": "http.response.start", "status": 200, "headers": []})
+            await send({"type": "http.response.body", "body": b""})
+
+        fc = FlowControl(app, small(seats=4, queue_length=10))
+
+        def one(who: str) -> asyncio.Task[list[Message]]:
+            scope = http(COLLECTION, method="POST", authorization=who)
+            return asyncio.create_task(call(fc, scope))
+
+        greedy = [one("Bearer greedy") for _ in range(4)]
+        await asyncio.to_thread(started.wait, 5)  # the second, dealt with two behind it, runs
+        polite = one("Bearer polite")  # light, on a borrowed seat
+        await asyncio.sleep(0.01)
+        go.set()
+        await asyncio.sleep(0.03)
+        held = not queried
+        answered = time.monotonic()
+        polite_done.set()
+        await asyncio.gather(polite, *greedy)
+        return held, answered, queried[0]
+
+    held, polite_answered, first_query = asyncio.run(scenario())
+    assert held  # within the 50 ms bound, the query waited for the polite request
+    assert first_query >= polite_answered
 
 
 def test_a_watch_gives_its_seats_back_once_its_response_starts() -> None:
