@@ -646,6 +646,12 @@ NODUS_FLOW_QUEUE_LENGTH = declare(
 NODUS_FLOW_QUEUE_SECONDS = declare(
     "NODUS_FLOW_QUEUE_SECONDS", float, 15.0, "the longest wait for seats; past it, 429"
 )
+NODUS_FLOW_REFUSAL_SPREAD_SECONDS = declare(
+    "NODUS_FLOW_REFUSAL_SPREAD_SECONDS",
+    float,
+    1.0,
+    "a 429 for a full queue is answered after a random part of this, so a burst's retries spread",
+)
 NODUS_MAX_WATCHES_INFLIGHT = declare(
     "NODUS_MAX_WATCHES_INFLIGHT",
     int,

@@ -33,6 +33,7 @@ FLOWS_REMEMBERED = 4096  # flows whose hand of queues and virtual start are kept
 GIVE_WAY_SECONDS = 0.05
 # And all its steps together, however many queries its view makes.
 GIVE_WAY_TOTAL_SECONDS = 0.15
+QUEUE_FULL, TIME_OUT = "queue-full", "time-out"  # kube's reasons for a refusal
 
 
 @dataclass(frozen=True)
@@ -182,7 +183,7 @@ class Dispatcher:
         queue = min((state.queues[i] for i in member.hand), key=len)
         if len(queue) >= state.level.queue_length:
             return Refused(
-                "queue-full",
+                QUEUE_FULL,
                 f"{len(queue)} requests of this flow's queue already wait at priority level "
                 f"{level}",
             )
@@ -203,7 +204,7 @@ class Dispatcher:
             waiter.turn.cancel()
             waiter.withdraw(queue)
             return Refused(
-                "time-out",
+                TIME_OUT,
                 f"it waited {self.wait_seconds:g} s at priority level {level} without a seat",
             )
         except asyncio.CancelledError:

@@ -10,8 +10,10 @@ queues it fairly when its level is busy; only a full queue or a wait past the bo
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
+import random
 import time
 import uuid
 from collections.abc import Awaitable, Callable, MutableMapping
@@ -27,6 +29,7 @@ from runtimes.api import fairqueuing, metrics
 from runtimes.api.fairqueuing import (
     EXEMPT,
     GLOBAL_DEFAULT,
+    QUEUE_FULL,
     WORKLOAD_HIGH,
     Dispatcher,
     Level,
@@ -64,7 +67,11 @@ from runtimes.apimachinery.errors import ApiError
 # NODUS_FLOW_QUEUE_LENGTH (16) waiting in each (kube's 50 would let one flow park 300), and
 # a wait of at most NODUS_FLOW_QUEUE_SECONDS (15: kube's, a quarter of its 60 s request timeout).
 # A refusal's Retry-After is the level's, as kube's dropped-requests tracker sets it: 1 s, doubled
-# (up to 32) while refusals keep coming, so the refused do not all come back at once.
+# (up to 32) while refusals keep coming, so the refused do not all come back at once. And a
+# refusal made as a request arrives (its queue full) is answered after a random part of
+# NODUS_FLOW_REFUSAL_SPREAD_SECONDS (1): a burst's refusals, all told the same Retry-After,
+# came back in the same millisecond, and reading them stalled every other request on the loop
+# (kube reads each connection on a core of its own and answers at once).
 # An open watch holds no seat once it streams: it costs memory, bounded per watch by the
 # listeners' unsent-bytes cut (`serving`) and in all by NODUS_MAX_WATCHES_INFLIGHT (1,000).
 # Static files are exempt (served from memory).
@@ -101,6 +108,7 @@ class Limits:
     queue_length: int = 16
     queue_seconds: float = 15.0
     watches: int = 1000
+    refusal_spread: float = 1.0
 
     @classmethod
     def from_settings(cls) -> Limits:
@@ -110,6 +118,7 @@ class Limits:
             queue_length=int(settings.NODUS_FLOW_QUEUE_LENGTH),
             queue_seconds=float(settings.NODUS_FLOW_QUEUE_SECONDS),
             watches=int(settings.NODUS_MAX_WATCHES_INFLIGHT),
+            refusal_spread=float(settings.NODUS_FLOW_REFUSAL_SPREAD_SECONDS),
         )
 
     def dispatcher(self) -> Dispatcher:
@@ -306,7 +315,7 @@ class FlowControl:
         flow = flow_of(scope)
         if demand.pool == WATCH and self.limits.watches and self.watches >= self.limits.watches:
             why = f"the server has {self.watches} watches open, its bound"
-            await self._refuse(scope, receive, send, flow, "concurrency-limit", why)
+            await self._refuse(scope, receive, send, flow, "concurrency-limit", why, spread=True)
             return
         # A list, and a watch while it lists first, is wider than a get or a write; a watch
         # that starts from a revision holds no seat beyond its set-up's one.
@@ -319,7 +328,9 @@ class FlowControl:
         )
         metrics.flow_wait(flow.level, flow.schema, granted)
         if isinstance(granted, Refused):
-            await self._refuse(scope, receive, send, flow, granted.reason, granted.detail)
+            # Refused as it came (its queue full), with the rest of a burst: spread.
+            spread = granted.reason == QUEUE_FULL
+            await self._refuse(scope, receive, send, flow, granted.reason, granted.detail, spread)
             return
         ticket: Ticket = granted
         watching = demand.pool == WATCH
@@ -357,8 +368,17 @@ class FlowControl:
                 self.watches -= 1
 
     async def _refuse(
-        self, scope: Scope, receive: Receive, send: Send, flow: Flow, reason: str, why: str
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        flow: Flow,
+        reason: str,
+        why: str,
+        spread: bool = False,
     ) -> None:
+        """Answers 429; a `spread` refusal after a random part of the limits' spread, its
+        Retry-After counted (kube's dropped-requests tracker) as it was refused."""
         request_id = uuid.uuid4().hex
         metrics.REJECTED.labels(flow.level, flow.schema, reason).inc()
         log.info(
@@ -370,6 +390,8 @@ class FlowControl:
             request_id,
         )
         error = too_many_requests(why, self.retry_after.dropped(flow.level))
+        if spread and self.limits.refusal_spread > 0:
+            await asyncio.sleep(random.uniform(0, self.limits.refusal_spread))  # holds no seat
         await answer_status(scope, receive, send, error, request_id, _flow_headers(flow))
 
 

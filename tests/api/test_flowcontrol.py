@@ -219,6 +219,44 @@ def test_a_burst_past_its_queues_is_refused_with_retry_after_and_a_status() -> N
     assert status["requestId"] == headers[b"x-request-id"].decode()
 
 
+def test_a_bursts_refusals_are_answered_spread_over_a_second_holding_no_seat() -> None:
+    """Refused together and told the same Retry-After, a burst's excess would come back
+    together: each refusal made as its request arrives is answered after a random part of a
+    second (NODUS_FLOW_REFUSAL_SPREAD_SECONDS), holding no seat meanwhile."""
+
+    async def scenario() -> tuple[int, int, list[float], list[int]]:
+        gate = Gate()
+        app = FlowControl(gate, small(seats=2, queue_length=2))
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        refused: list[float] = []
+
+        async def one() -> int:
+            answer = await call(app, http(COLLECTION, method="POST", authorization="Bearer g"))
+            if answer[0]["status"] == 429:
+                refused.append(loop.time() - started)
+            return int(answer[0]["status"])
+
+        tasks = [asyncio.create_task(one()) for _ in range(40)]
+        await asyncio.sleep(0.02)
+        at_once = len(refused)
+        in_use = app.dispatcher.in_use(GLOBAL_DEFAULT)
+        await asyncio.sleep(1.2)
+        gate.open.set()
+        codes = await asyncio.gather(*tasks)
+        return at_once, in_use, refused, codes
+
+    at_once, in_use, refused, codes = asyncio.run(scenario())
+    # Without the spread, all 27 were answered within a millisecond; with it, about 2% of them
+    # are answered within the first 20 ms.
+    assert at_once <= 10
+    assert in_use == 1  # the one running: the refusals being held hold no seat
+    assert len(refused) == 40 - 1 - 6 * 2
+    assert max(refused) < 1.2  # all answered within the spread, before the gate opened
+    assert max(refused) - min(refused) > 0.3  # 27 random parts of a second, not one moment
+    assert codes.count(200) == 1 + 6 * 2
+
+
 def test_refusals_that_keep_coming_are_told_to_wait_longer() -> None:
     """kube's dropped-requests tracker: a level's refusals in one second are judged at its
     next refusal in a later second; three or more per second of the current Retry-After
