@@ -62,6 +62,29 @@ def test_what_queues_while_it_writes_goes_out_in_one_write(
     assert [json.loads(line)["auditID"] for line in written] == [str(n) for n in range(101)]
 
 
+def test_events_that_come_one_by_one_gather_before_a_write(
+    settings: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One request's event at a time, a few milliseconds apart (within LINGER_SECONDS): one
+    write for them all, not a wake-up of the writer for each."""
+    settings.NODUS_AUDIT_LOG = str(tmp_path / "audit.log")
+    appended: list[int] = []
+    append = auditlog._append
+
+    def counting_append(path: Path, data: bytes) -> None:
+        appended.append(data.count(b"\n"))
+        append(path, data)
+
+    monkeypatch.setattr(auditlog, "_append", counting_append)
+    writer = auditlog.AuditWriter()
+    for number in range(5):
+        writer.emit({"auditID": str(number)})
+        time.sleep(0.002)
+    writer.flush()
+    assert appended == [5]
+    assert len((tmp_path / "audit.log").read_text().splitlines()) == 5
+
+
 def test_a_full_disk_drops_and_counts(settings: Any) -> None:
     settings.NODUS_AUDIT_LOG = "/dev/full"
     before = _dropped("write_failed")
