@@ -178,14 +178,39 @@ class BoundedChannel(http.HTTPChannel):
     _stalled_long = False  # the transport has been full for STALLED_SECONDS
     _cut = False
 
+    # A response's status line and headers wait for its first body bytes, to go out with them
+    # in one send: Twisted writes them to the transport itself, where they waited for the loop's
+    # next turn, and so did the body behind them. A response with no body bytes in the same
+    # write (a HEAD, a 204, a watch's start) has them sent when its request is done or on the
+    # loop's next turn, whichever comes first.
+    _head: list[bytes] | None = None
+
+    def writeHeaders(self, version: bytes, code: bytes, reason: bytes, headers: Any) -> None:
+        head = [version, b" ", code, b" ", reason, b"\r\n"]
+        for name, values in headers.getAllRawHeaders():  # sanitized by Twisted's Headers
+            for value in values:
+                head.extend((name, b": ", value, b"\r\n"))
+        head.append(b"\r\n")
+        self._head = head
+        self.callLater(0, self._send_head)
+
+    def _send_head(self) -> None:
+        head, self._head = self._head, None
+        if head is not None and self.transport is not None and not self._cut:
+            self._send(head, sum(len(part) for part in head))
+
     def write(self, data: bytes) -> None:
-        if self._owes(len(data)):
-            self._send([data], len(data))
+        self.writeSequence([data])
 
     def writeSequence(self, iovec: list[bytes]) -> None:
         size = sum(len(part) for part in iovec)
-        if self._owes(size):
-            self._send(iovec, size)
+        if not self._owes(size):  # a stream's bytes count, not its head's
+            return
+        head, self._head = self._head, None
+        if head is not None:
+            iovec = [*head, *iovec]
+            size += sum(len(part) for part in head)
+        self._send(iovec, size)
 
     def _send(self, parts: list[bytes], size: int) -> None:
         """Hands `parts` to the socket at once when nothing is queued before them (an answer,
@@ -343,6 +368,7 @@ class BoundedChannel(http.HTTPChannel):
     def requestDone(self, request: http.Request) -> None:
         # Before Twisted replays pipelined bytes into dataReceived, which starts the next request.
         self._phase = "idle"
+        self._send_head()
         super().requestDone(request)
 
     def connectionLost(self, reason: Any = None) -> None:

@@ -302,11 +302,59 @@ class _Streaming(http.Request):
         self.write(b"")
 
 
+class _Listing(http.Request):
+    """Answers 200 with a body and its length, as a list does."""
+
+    def process(self) -> None:
+        self.setResponseCode(200)
+        self.setHeader(b"Content-Length", b"2")
+        self.write(b"{}")
+        self.finish()
+
+
+class _CountingTransport(StringTransport):
+    """Counts the writes handed to it: each one a send, or a turn of the loop's."""
+
+    writes = 0
+
+    def write(self, data: bytes) -> None:
+        self.writes += 1
+        super().write(data)
+
+    def writeSequence(self, data: list[bytes]) -> None:
+        self.writes += 1
+        super().writeSequence(data)
+
+
+def test_an_answers_head_goes_out_with_its_body_in_one_write(clock: Clock) -> None:
+    conn = Connection(clock)
+    conn.transport = _CountingTransport()
+    conn.channel.requestFactory = _Listing
+    conn.channel.makeConnection(conn.transport)
+    conn.send(request() + b"\r\n")
+    # Twisted wrote the status line and headers by themselves, and the body after them.
+    assert conn.transport.writes == 1
+    assert conn.written().startswith(b"HTTP/1.1 200 OK\r\n")
+    assert conn.written().endswith(b"\r\n\r\n{}")
+
+
+def test_a_streams_head_goes_out_on_the_loops_next_turn_before_any_event(clock: Clock) -> None:
+    conn = Connection(clock)
+    conn.channel.requestFactory = _Streaming
+    conn.send(b"GET /watch HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert conn.written() == b""  # held for body bytes that may come in the same turn
+    clock.advance(0)
+    assert conn.written().startswith(b"HTTP/1.1 200 OK\r\n")
+    conn.channel.write(b"5\r\nevent\r\n")
+    assert conn.written().endswith(b"\r\n\r\n5\r\nevent\r\n")
+
+
 def _stream(clock: Clock) -> tuple[Connection, int]:
     """A connection with a watch-like chunked response open; how many bytes went out so far."""
     conn = Connection(clock)
     conn.channel.requestFactory = _Streaming
     conn.send(b"GET /watch HTTP/1.1\r\nHost: x\r\n\r\n")
+    clock.advance(0)  # the loop's next turn: the head of a response with no body yet goes out
     return conn, len(conn.written())
 
 
