@@ -61,8 +61,10 @@ from runtimes.apimachinery.errors import ApiError
 # backlog (borrowing serves more flows, it does not multiply a greedy one): see
 # `fairqueuing.Dispatcher._may_borrow`. A get or a write stays 1 wide. While another flow's
 # light request (its flow had nothing else waiting) is in service, a backlogged flow's request
-# in service gives way to it at each step (`fairqueuing.give_way`: before and after its view,
-# before its response), 50 ms at most: seats bound how many run; giving way shares the loop.
+# in service gives way to it at each step (`fairqueuing.give_way`: before Django's middleware,
+# before and after its view, on the view's thread before each query and its rendering, before
+# its response), 50 ms at most each and 150 ms in all: seats bound how many run; giving way
+# shares the loop and the interpreter lock.
 # Queues: 128 per level (kube's), a flow dealt 6 of them (shuffle sharding), at most
 # NODUS_FLOW_QUEUE_LENGTH (16) waiting in each (kube's 50 would let one flow park 300), and
 # a wait of at most NODUS_FLOW_QUEUE_SECONDS (15: kube's, a quarter of its 60 s request timeout).
@@ -360,6 +362,8 @@ class FlowControl:
 
         seated = fairqueuing.serving(self.dispatcher, ticket)
         try:
+            # Before Django's middleware runs for it: a step like the view's.
+            await self.dispatcher.give_way(ticket)
             await self.app(scope, receive, tracked)
         finally:
             fairqueuing.served(seated)

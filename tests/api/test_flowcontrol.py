@@ -381,6 +381,46 @@ def test_a_backlogged_flows_answer_gives_way_while_a_light_request_is_served() -
     assert in_the_end == (5, 5)
 
 
+def test_a_backlogged_flows_request_dealt_beside_a_light_one_waits_before_the_application() -> None:
+    async def scenario() -> tuple[int, int, int]:
+        entered: list[str] = []
+        first_done, polite_done = asyncio.Event(), asyncio.Event()
+
+        async def app(scope: Scope, receive: Receive, send: Send) -> None:
+            who = dict(scope["headers"])[b"authorization"].decode()
+            entered.append(who)
+            if who == "Bearer polite":
+                await polite_done.wait()
+            elif entered.count(who) <= 2:
+                await first_done.wait()
+            await send({"type": "http.response.start", "status": 200, "headers": []})
+            await send({"type": "http.response.body", "body": b""})
+
+        fc = FlowControl(app, small(seats=6, queue_length=10))  # global-default's own: 2
+
+        def one(who: str) -> asyncio.Task[list[Message]]:
+            scope = http(COLLECTION, method="POST", authorization=who)
+            return asyncio.create_task(call(fc, scope))
+
+        greedy = [one("Bearer greedy") for _ in range(5)]  # two run, three wait
+        await asyncio.sleep(0.01)
+        polite = one("Bearer polite")  # light, on a seat it borrows but its level counts
+        await asyncio.sleep(0.01)
+        first_done.set()  # the two answer; one seat is left, for the third, two behind it
+        await asyncio.sleep(0.03)
+        beside = entered.count("Bearer greedy")
+        await asyncio.sleep(0.05)
+        past_the_bound = entered.count("Bearer greedy")
+        polite_done.set()
+        await asyncio.gather(polite, *greedy)
+        return beside, past_the_bound, entered.count("Bearer greedy")
+
+    beside, past_the_bound, in_the_end = asyncio.run(scenario())
+    assert beside == 2  # the third waits before Django sees it
+    assert past_the_bound >= 3  # 50 ms at most
+    assert in_the_end == 5
+
+
 @pytest.mark.django_db  # the pool checks its thread's connection before and after a view
 def test_a_backlogged_flows_pooled_view_waits_while_a_light_request_is_served() -> None:
     def view(request: HttpRequest) -> HttpResponse:
