@@ -17,8 +17,7 @@ RUNTIMES = "/apis/nodus.dev/v1beta1/namespaces/demo/trainingruntimes"
 
 @pytest.fixture
 def audit_log(settings: Any, tmp_path: Path) -> Path:
-    settings.NODUS_AUDIT_LOG = str(tmp_path / "audit.log")
-    return tmp_path / "audit.log"
+    return audit.fresh_log(settings, tmp_path)
 
 
 def test_it_records_a_read_with_the_user_and_object(

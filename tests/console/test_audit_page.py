@@ -9,14 +9,14 @@ import pytest
 from django.test import Client
 
 from runtimes.accounts import auditlog
+from tests.support import audit
 from tests.support.api import ApiClient
 from tests.support.oidc import Provider
 
 
 @pytest.fixture
 def audit_log(settings: Any, tmp_path: Path) -> Path:
-    settings.NODUS_AUDIT_LOG = str(tmp_path / "audit.log")
-    return tmp_path / "audit.log"
+    return audit.fresh_log(settings, tmp_path)
 
 
 def _page(who: Any, **query: str) -> Any:

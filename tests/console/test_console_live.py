@@ -44,12 +44,12 @@ async def test_it_refuses_anonymous_sockets(actors: Any) -> None:
 
 
 async def test_it_refuses_another_sites_origin(actors: Any, settings: Any, tmp_path: Any) -> None:
-    settings.NODUS_AUDIT_LOG = str(tmp_path / "audit.log")
+    log = await sync_to_async(audit.fresh_log)(settings, tmp_path)
     socket = await connect(actors["alice"], origin=b"http://evil.example")
     connected, code = await socket.connect()
     assert not connected
     assert code == 4403
-    (event,) = await sync_to_async(audit.events)(tmp_path / "audit.log")
+    (event,) = await sync_to_async(audit.events)(log)
     assert (event["verb"], event["responseStatus"]["code"]) == ("connect", 403)
     assert event["user"]["username"] == "alice"
 

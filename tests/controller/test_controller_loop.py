@@ -20,6 +20,7 @@ from runtimes.controller.oci.layout import REF_NAME
 from runtimes.controller.reconcile import runtime_type
 from runtimes.storage import events, store
 from runtimes.watch import hub
+from tests.support.audit import fresh_log
 from tests.support.controller import (
     LAYOUT_REGISTRY,
     World,
@@ -247,7 +248,7 @@ def test_its_writes_are_recorded_as_its_account_and_audited(
     from runtimes.accounts.access import CONTROLLER_ACCOUNT
     from runtimes.storage.models import Event
 
-    settings.NODUS_AUDIT_LOG = str(tmp_path / "audit.log")
+    fresh_log(settings, tmp_path)
     image = publish(world.layout, f"{LAYOUT_REGISTRY}/trainers/audited:1", key=world.key)
     with running(Controller(world.config)):
         retrying(lambda: create_runtime("nodus", "audited", image))
