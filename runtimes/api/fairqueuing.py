@@ -221,8 +221,9 @@ class Dispatcher:
     async def give_way(self, ticket: Ticket) -> None:
         """Waits, at a step of a request's work (`fairqueuing.give_way`), while light requests
         of other flows at its level are in service, if it is not light itself and its flow
-        still has requests waiting; at most GIVE_WAY_SECONDS. (A flow's own light request is
-        no reason: its requests would only trade places.)
+        still has requests waiting; at most GIVE_WAY_SECONDS, within GIVE_WAY_TOTAL_SECONDS
+        for the request. (A flow's own light request is no reason: its requests would only
+        trade places.)
 
         Seats bound how many requests run at once; they do not share the time they run in.
         Here every request's steps share one event loop and one interpreter lock, so a polite
@@ -232,7 +233,8 @@ class Dispatcher:
         flow's request waits between its steps, holding its seats: kube's goroutines get that
         from the cores the polite request runs on. `benchmarks/run.py fairness` (1,000 lists
         beside another user's 200 in flight against 1,000 idle) measured p50 2.1-2.2x and p99
-        2.5-3.1x before, 1.7-1.9x and 2.3-2.6x with it."""
+        2.5-3.1x before, 1.7-1.9x and 2.3-2.6x with it (and, with the steps on the view's
+        thread and the cuts docs/benchmarks.md names "Under 2x", 1.4-1.6x and 1.5-1.9x)."""
         state = self._holding_back(ticket)
         if state is None:
             return
