@@ -26,6 +26,7 @@ from daphne.server import Server as DaphneServer
 from django.conf import settings
 from twisted.internet import tcp
 from twisted.web import http
+from twisted.web.http_headers import Headers
 
 from runtimes.api import liveness
 from runtimes.api.requestid import too_large
@@ -186,6 +187,9 @@ class BoundedChannel(http.HTTPChannel):
     _head: list[bytes] | None = None
 
     def writeHeaders(self, version: bytes, code: bytes, reason: bytes, headers: Any) -> None:
+        if not isinstance(headers, Headers):  # Twisted's old calling form: its own way
+            super().writeHeaders(version, code, reason, headers)
+            return
         head = [version, b" ", code, b" ", reason, b"\r\n"]
         for name, values in headers.getAllRawHeaders():  # sanitized by Twisted's Headers
             for value in values:
