@@ -146,6 +146,17 @@ def _sendable_now(transport: Any) -> bool:
     )
 
 
+def _unsent(parts: list[bytes], sent: int) -> list[bytes]:
+    """What is left of `parts` once `sent` bytes of them went out: only the part the send
+    stopped in is copied (a list's body is tens of megabytes; joining the head to it was one
+    more copy of it)."""
+    for index, part in enumerate(parts):
+        if sent < len(part):
+            return [part[sent:] if sent else part, *parts[index + 1 :]]
+        sent -= len(part)
+    return []
+
+
 class BoundedChannel(http.HTTPChannel):
     """Twisted's HTTP/1.1 channel with the limits and deadlines above, refusing with a Status.
 
@@ -231,7 +242,7 @@ class BoundedChannel(http.HTTPChannel):
         except OSError:  # full (EAGAIN) or gone (EPIPE, ECONNRESET): Twisted's write handles it
             sent = 0
         if sent < size:
-            transport.write(b"".join(parts)[sent:])
+            transport.writeSequence(_unsent(parts, sent))
 
     def _streaming(self) -> bool:
         """Whether the response being written is a chunked stream (a watch)."""

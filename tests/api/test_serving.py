@@ -541,6 +541,16 @@ def test_what_the_socket_does_not_take_is_queued_in_order(pair: Any) -> None:
     assert _read_all(theirs) == b""
 
 
+def test_what_is_left_after_a_partial_send_copies_only_the_part_it_stopped_in() -> None:
+    head, body = b"HTTP/1.1 200 OK\r\n\r\n", b"x" * 100
+    parts = [head, body]
+    assert serving._unsent(parts, 0)[1] is body  # nothing went: nothing copied
+    assert serving._unsent(parts, 5) == [head[5:], body]
+    assert serving._unsent(parts, len(head))[0] is body  # at a boundary: the rest as it is
+    assert serving._unsent(parts, len(head) + 30) == [body[30:]]
+    assert serving._unsent(parts, len(head) + len(body)) == []
+
+
 def test_a_tls_or_closing_connection_writes_through_twisted(pair: Any) -> None:
     ours, theirs = pair
     tls = _Queueing(ours)
