@@ -234,7 +234,7 @@ class Dispatcher:
         from the cores the polite request runs on. `benchmarks/run.py fairness` (1,000 lists
         beside another user's 200 in flight against 1,000 idle) measured p50 2.1-2.2x and p99
         2.5-3.1x before, 1.7-1.9x and 2.3-2.6x with it (and, with the steps on the view's
-        thread and the cuts docs/benchmarks.md names "Under 2x", 1.4-1.6x and 1.5-1.9x)."""
+        thread and the cuts docs/benchmarks.md names "Under 2x", 1.4-1.6x and 1.5-2.0x)."""
         state = self._holding_back(ticket)
         if state is None:
             return
