@@ -126,6 +126,11 @@ def small(**overrides: Any) -> Limits:
                      **overrides})  # fmt: skip
 
 
+def create_as(fc: FlowControl, who: str) -> asyncio.Task[list[Message]]:
+    """A create with `who` as its Authorization header, through `fc`, as a task."""
+    return asyncio.create_task(call(fc, http(COLLECTION, method="POST", authorization=who)))
+
+
 def test_it_sends_the_flow_schema_and_priority_level_uids_kube_sends() -> None:
     async def scenario() -> list[Message]:
         gate = Gate()
@@ -305,12 +310,9 @@ def test_a_polite_client_is_served_before_a_greedy_clients_backlog() -> None:
 
         fc = FlowControl(app, small(seats=1, queue_length=100))
 
-        async def one(who: str) -> None:
-            await call(fc, http(COLLECTION, method="POST", authorization=f"Bearer {who}"))
-
-        tasks = [asyncio.create_task(one("greedy")) for _ in range(30)]
+        tasks = [create_as(fc, "Bearer greedy") for _ in range(30)]
         await asyncio.sleep(0.05)
-        tasks.append(asyncio.create_task(one("polite")))
+        tasks.append(create_as(fc, "Bearer polite"))
         await asyncio.sleep(0.05)
         for _ in range(5):  # five requests finish, one at a time
             release.set()
@@ -350,12 +352,9 @@ async def beside_a_light_request(step: Any) -> list[tuple[int, int]]:
 
     fc = FlowControl(app, small(seats=4, queue_length=10))
 
-    def one(who: str) -> asyncio.Task[list[Message]]:
-        return asyncio.create_task(call(fc, http(COLLECTION, method="POST", authorization=who)))
-
-    greedy = [one("Bearer greedy") for _ in range(5)]
+    greedy = [create_as(fc, "Bearer greedy") for _ in range(5)]
     await asyncio.sleep(0.03)  # the first answered; the second dealt its seat
-    polite = one("Bearer polite")  # light: its flow has nothing else waiting
+    polite = create_as(fc, "Bearer polite")  # light: its flow has nothing else waiting
     await asyncio.sleep(0.01)
     greedy_go.set()
     counts = []
@@ -398,13 +397,9 @@ def test_a_backlogged_flows_request_dealt_beside_a_light_one_waits_before_the_ap
 
         fc = FlowControl(app, small(seats=6, queue_length=10))  # global-default's own: 2
 
-        def one(who: str) -> asyncio.Task[list[Message]]:
-            scope = http(COLLECTION, method="POST", authorization=who)
-            return asyncio.create_task(call(fc, scope))
-
-        greedy = [one("Bearer greedy") for _ in range(5)]  # two run, three wait
+        greedy = [create_as(fc, "Bearer greedy") for _ in range(5)]  # two run, three wait
         await asyncio.sleep(0.01)
-        polite = one("Bearer polite")  # light, on a seat it borrows but its level counts
+        polite = create_as(fc, "Bearer polite")  # light, on a seat it borrows but its level counts
         await asyncio.sleep(0.01)
         first_done.set()  # the two answer; one seat is left, for the third, two behind it
         await asyncio.sleep(0.03)
@@ -470,13 +465,9 @@ def test_a_backlogged_flows_view_already_running_gives_way_at_its_next_query() -
 
         fc = FlowControl(app, small(seats=4, queue_length=10))
 
-        def one(who: str) -> asyncio.Task[list[Message]]:
-            scope = http(COLLECTION, method="POST", authorization=who)
-            return asyncio.create_task(call(fc, scope))
-
-        greedy = [one("Bearer greedy") for _ in range(4)]
+        greedy = [create_as(fc, "Bearer greedy") for _ in range(4)]
         await asyncio.to_thread(started.wait, 5)  # the second, dealt with two behind it, runs
-        polite = one("Bearer polite")  # light, on a borrowed seat
+        polite = create_as(fc, "Bearer polite")  # light, on a borrowed seat
         await asyncio.sleep(0.01)
         go.set()
         await asyncio.sleep(0.03)
