@@ -173,12 +173,7 @@ def test_a_burst_from_one_client_queues_within_its_seats_and_all_succeed() -> No
     async def scenario() -> tuple[list[int], int]:
         gate = Gate()
         app = FlowControl(gate, small(seats=8, queue_length=50))
-        burst = [
-            asyncio.create_task(
-                call(app, http(COLLECTION, method="POST", authorization="Bearer a"))
-            )
-            for _ in range(16)
-        ]
+        burst = [create_as(app, "Bearer a") for _ in range(16)]
         await asyncio.sleep(0.05)
         running = gate.entered
         gate.open.set()
@@ -194,10 +189,7 @@ def test_a_burst_from_one_client_queues_within_its_seats_and_all_succeed() -> No
 async def burst(app: FlowControl, gate: Gate, n: int) -> list[list[Message]]:
     """n creates from one client at once, held at the gate until all have arrived."""
     gate.open.clear()
-    tasks = [
-        asyncio.create_task(call(app, http(COLLECTION, method="POST", authorization="Bearer g")))
-        for _ in range(n)
-    ]
+    tasks = [create_as(app, "Bearer g") for _ in range(n)]
     await asyncio.sleep(0.05)
     gate.open.set()
     return list(await asyncio.gather(*tasks))
